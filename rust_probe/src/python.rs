@@ -1,0 +1,210 @@
+//! `runner._probe`: the p10 loop for Python.
+//!
+//! Rust measures and hands back plain dicts and lists; Python owns the API
+//! around it (`runner/_probe.pyi` describes it). Bad arguments raise
+//! `ValueError` naming the parameter; a panic inside burn is returned as data.
+
+use std::ops::ControlFlow;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList};
+
+use crate::build_info;
+use crate::config::{Mode, P10Params};
+use crate::p10::{self, Checkpoint, P10Result};
+
+/// An integer argument, with `ValueError` (not `TypeError`/`OverflowError`)
+/// naming the parameter when it is not an integer that fits.
+fn int_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if value.is_instance_of::<PyBool>() {
+        return Err(PyValueError::new_err(format!(
+            "{name}: must be an integer, got a bool ({value})"
+        )));
+    }
+    value.extract::<i64>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name}: must be an integer within 64 bits, got {}",
+            value.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+fn float_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if value.is_instance_of::<PyBool>() {
+        return Err(PyValueError::new_err(format!(
+            "{name}: must be a number, got a bool ({value})"
+        )));
+    }
+    value.extract::<f64>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name}: must be a number, got {}",
+            value.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+fn checkpoint_dict<'py>(py: Python<'py>, c: &Checkpoint) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("step", c.step)?;
+    d.set_item("ms_per_step", c.ms_per_step)?;
+    d.set_item("rss_bytes", c.rss_bytes)?;
+    d.set_item("rss_delta_mib", c.rss_delta_mib)?;
+    d.set_item("is_tracked", c.is_tracked)?;
+    d.set_item("is_require_grad", c.is_require_grad)?;
+    d.set_item("is_autodiff", c.is_autodiff)?;
+    Ok(d)
+}
+
+fn result_dict<'py>(py: Python<'py>, r: &P10Result) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("mode", r.mode)?;
+    d.set_item("steps", r.steps)?;
+    d.set_item(
+        "outcome",
+        match r.outcome {
+            p10::Outcome::Completed => "completed",
+            p10::Outcome::Panic => "panic",
+            p10::Outcome::Stopped => "stopped",
+        },
+    )?;
+    d.set_item("step_ms", PyList::new(py, &r.step_ms)?)?;
+    let checkpoints = PyList::empty(py);
+    for c in &r.checkpoints {
+        checkpoints.append(checkpoint_dict(py, c)?)?;
+    }
+    d.set_item("checkpoints", checkpoints)?;
+    d.set_item("rss_start_bytes", r.rss_start_bytes)?;
+    d.set_item("setup_ms", r.setup_ms)?;
+    match &r.panic {
+        None => d.set_item("panic", py.None())?,
+        Some(p) => {
+            let pd = PyDict::new(py);
+            pd.set_item("message", &p.message)?;
+            pd.set_item("file", &p.file)?;
+            pd.set_item("line", p.line)?;
+            pd.set_item("column", p.column)?;
+            pd.set_item("location", &p.location)?;
+            pd.set_item("step", p.step)?;
+            pd.set_item("phase", p.phase.name())?;
+            d.set_item("panic", pd)?;
+        }
+    }
+    Ok(d)
+}
+
+/// Runs the p10 loop once and returns what it measured as a dict.
+///
+/// `progress`, if given, is called with each checkpoint's dict as it is
+/// recorded (outside the timed region). An exception it raises (Ctrl-C
+/// included) stops the run at that checkpoint and is re-raised.
+#[pyfunction]
+#[pyo3(signature = (
+    mode, *, d_in=None, d_out=None, batch=None, lr=None, steps=None,
+    checkpoints=None, ema_decay=None, seed=None, progress=None
+))]
+#[allow(clippy::too_many_arguments)]
+fn run_p10<'py>(
+    py: Python<'py>,
+    mode: &Bound<'py, PyAny>,
+    d_in: Option<&Bound<'py, PyAny>>,
+    d_out: Option<&Bound<'py, PyAny>>,
+    batch: Option<&Bound<'py, PyAny>>,
+    lr: Option<&Bound<'py, PyAny>>,
+    steps: Option<&Bound<'py, PyAny>>,
+    checkpoints: Option<&Bound<'py, PyAny>>,
+    ema_decay: Option<&Bound<'py, PyAny>>,
+    seed: Option<&Bound<'py, PyAny>>,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut params = P10Params::default();
+    params.mode = mode.extract::<String>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "mode: must be one of {}, got {mode}",
+            Mode::names()
+        ))
+    })?;
+    let ints: [(&str, Option<&Bound<'py, PyAny>>, &mut i64); 5] = [
+        ("d_in", d_in, &mut params.d_in),
+        ("d_out", d_out, &mut params.d_out),
+        ("batch", batch, &mut params.batch),
+        ("steps", steps, &mut params.steps),
+        ("seed", seed, &mut params.seed),
+    ];
+    for (name, value, slot) in ints {
+        if let Some(value) = value {
+            *slot = int_arg(name, value)?;
+        }
+    }
+    if let Some(value) = lr {
+        params.lr = float_arg("lr", value)?;
+    }
+    if let Some(value) = ema_decay {
+        params.ema_decay = float_arg("ema_decay", value)?;
+    }
+    if let Some(value) = checkpoints.filter(|v| !v.is_none()) {
+        let items: Vec<Bound<'py, PyAny>> = value
+            .try_iter()
+            .map_err(|_| PyValueError::new_err("checkpoints: must be a list of step numbers"))?
+            .collect::<PyResult<_>>()?;
+        params.checkpoints = Some(
+            items
+                .iter()
+                .map(|item| int_arg("checkpoints", item))
+                .collect::<PyResult<_>>()?,
+        );
+    }
+    let config = params
+        .validate()
+        .map_err(|err| PyValueError::new_err(err.to_string()))?;
+
+    let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
+    let mut callback_error: Option<PyErr> = None;
+    let result = py.detach(|| {
+        p10::run(&config, &mut |checkpoint| {
+            let Some(callback) = progress.as_ref() else {
+                return ControlFlow::Continue(());
+            };
+            Python::attach(|py| {
+                let called =
+                    checkpoint_dict(py, checkpoint).and_then(|d| callback.bind(py).call1((d,)));
+                match called {
+                    Ok(_) => ControlFlow::Continue(()),
+                    Err(err) => {
+                        callback_error = Some(err);
+                        ControlFlow::Break(())
+                    }
+                }
+            })
+        })
+    });
+    if let Some(err) = callback_error {
+        return Err(err);
+    }
+    result_dict(py, &result)
+}
+
+/// What went into this build: burn version, rustc, profile.
+#[pyfunction]
+#[pyo3(name = "build_info")]
+fn py_build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("burn", build_info::BURN_VERSION)?;
+    d.set_item("rustc", build_info::RUSTC_VERSION)?;
+    d.set_item("profile", build_info::PROFILE)?;
+    d.set_item("probe", build_info::PROBE_VERSION)?;
+    d.set_item("backend", "flex+autodiff")?;
+    Ok(d)
+}
+
+#[pymodule]
+fn _probe(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_p10, m)?)?;
+    m.add_function(wrap_pyfunction!(py_build_info, m)?)?;
+    m.add(
+        "MODES",
+        Mode::ALL.iter().map(|mode| mode.name()).collect::<Vec<_>>(),
+    )?;
+    m.add("BURN_VERSION", build_info::BURN_VERSION)?;
+    Ok(())
+}
