@@ -1,0 +1,107 @@
+"""`python -m runner ...`: the command line.
+
+Exit codes: 0 every expectation holds; 1 one does not; 2 bad input (case
+file, arguments); 3 infrastructure (probe not built, framework missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from . import cases as case_files
+from .atomic import write_json
+from .engine import check
+from .errors import BadInput, RunnerError
+from .frameworks import FRAMEWORKS
+from .terminal import ConsoleReporter, summary
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with the usage, no traceback
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m runner", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("check", help="run cases under torch and burn and check their expectations",
+                       description="Run every selected run of each case in its own worker process, "
+                                   "then check the case's expectations and pairs.")
+    p.add_argument("cases", nargs="*", metavar="CASE",
+                   help="case name (file in cases/) or path to a case file; default: every case")
+    p.add_argument("--framework", action="append", choices=FRAMEWORKS,
+                   help="only runs of this framework (repeatable)")
+    p.add_argument("--mode", action="append", metavar="M", help="only runs of this mode (repeatable)")
+    p.add_argument("--steps", type=_positive_int, metavar="N",
+                   help="override the case's step count (windows must still fit)")
+    p.add_argument("--timeout", type=_positive_float, metavar="S",
+                   help="per-run timeout in seconds (default: the case's execution.timeout_s)")
+    p.add_argument("--json", type=Path, metavar="PATH", help="write the results document here (atomically)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
+    return parser
+
+
+def load_selected(args: argparse.Namespace) -> list[case_files.Case]:
+    refs = args.cases or [str(p) for p in case_files.all_cases()]
+    if not refs:
+        raise BadInput(f"no case files in {case_files.CASES_DIR}")
+    selected = []
+    for ref in refs:
+        case = case_files.load_case(case_files.resolve(ref))
+        if args.steps:
+            case = case_files.with_steps(case, args.steps)
+        if args.timeout:
+            case = dataclasses.replace(case, timeout_s=args.timeout)
+        case = case_files.select(case, args.framework, args.mode)
+        if case.runs:
+            selected.append(case)
+    if not selected:
+        raise BadInput("no run matches the given --framework/--mode filters")
+    return selected
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    cases = load_selected(args)
+    doc = check(cases, ConsoleReporter(verbose=not args.quiet))
+    if args.json:
+        write_json(args.json, doc)
+    print(summary(doc))
+    if args.json:
+        print(f"results written to {args.json}")
+    return 0 if doc["summary"]["failed"] == 0 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"check": cmd_check}[args.command](args)
+    except RunnerError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,101 @@
+"""Metrics computed from a run's per-step times and checkpoints, the same way
+for both frameworks: Rust and torch measure, this module judges.
+
+- ``slowdown_ratio``: median step time of the last window over the median of
+  the reference window (after warm-up); windows come from the case.
+- ``slope_ms_per_1000``: Theil-Sen slope of step time over step (after
+  warm-up), in ms per 1000 steps, with its 95% confidence interval.
+- ``rss_growth_mib_per_1000``: Theil-Sen slope of the RSS delta over the
+  checkpoints after warm-up, in MiB per 1000 steps.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from .cases import Case
+
+# Theil-Sen is quadratic in the points; beyond this many, an even subsample.
+MAX_SLOPE_POINTS = 2000
+
+
+def _window(step_ms: list[float], first: int, last: int) -> list[float] | None:
+    """Steps first..last (1-based, inclusive), or None if the run did not reach them."""
+    if first < 1 or last > len(step_ms) or first > last:
+        return None
+    return step_ms[first - 1 : last]
+
+
+def _theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
+    if len(x) < 3 or np.ptp(x) == 0:
+        return None
+    if len(x) > MAX_SLOPE_POINTS:
+        keep = np.linspace(0, len(x) - 1, MAX_SLOPE_POINTS).astype(int)
+        x, y = x[keep], y[keep]
+    slope, _intercept, low, high = stats.theilslopes(y, x, alpha=0.95)
+    return float(slope), float(low), float(high)
+
+
+def compute(record: dict, case: Case) -> dict[str, Any]:
+    step_ms: list[float] = record.get("step_ms") or []
+    checkpoints: list[dict] = record.get("checkpoints") or []
+    windows, steps = case.windows, case.steps
+    reference = _window(step_ms, *windows.reference_range())
+    last = _window(step_ms, *windows.last_range(steps))
+    reference_median = statistics.median(reference) if reference else None
+    last_median = statistics.median(last) if last else None
+    ratio = (
+        last_median / reference_median
+        if reference_median and last_median is not None and record.get("outcome") == "ok"
+        else None
+    )
+
+    slope = None
+    if len(step_ms) > windows.warmup + 2:
+        x = np.arange(windows.warmup + 1, len(step_ms) + 1, dtype=float)
+        fit = _theil_sen(x, np.asarray(step_ms[windows.warmup :], dtype=float))
+        if fit:
+            slope = {"value": fit[0] * 1000, "ci95": [fit[1] * 1000, fit[2] * 1000]}
+
+    rss_points = [
+        (c["step"], c["rss_delta_mib"])
+        for c in checkpoints
+        if c["step"] > windows.warmup and c.get("rss_delta_mib") is not None
+    ]
+    rss_growth = None
+    if len(rss_points) >= 2:
+        xs, ys = (np.asarray(v, dtype=float) for v in zip(*rss_points))
+        if len(xs) == 2:
+            rss_growth = float((ys[1] - ys[0]) / (xs[1] - xs[0]) * 1000)
+        else:
+            fit = _theil_sen(xs, ys)
+            rss_growth = fit[0] * 1000 if fit else None
+
+    tracked_values = [c["tracked"] for c in checkpoints]
+    return {
+        "steps_completed": len(step_ms),
+        "reference_window": list(windows.reference_range()),
+        "last_window": list(windows.last_range(steps)),
+        "reference_median_ms": reference_median,
+        "last_median_ms": last_median,
+        "slowdown_ratio": ratio,
+        "slope_ms_per_1000": slope,
+        "rss_growth_mib_per_1000": rss_growth,
+        "tracked": tracked_values[-1] if tracked_values else None,
+        "tracked_consistent": len(set(tracked_values)) <= 1,
+    }
+
+
+def properties(record: dict, metrics: dict, case: Case) -> dict[str, Any]:
+    """The categorical properties pairs compare; None where not observable."""
+    ratio, growth = metrics["slowdown_ratio"], metrics["rss_growth_mib_per_1000"]
+    return {
+        "outcome": record.get("outcome"),
+        "tracked": metrics["tracked"],
+        "grows": None if ratio is None else ratio > case.thresholds.grows_ratio,
+        "rss_grows": None if growth is None else growth > case.thresholds.rss_grows_mib_per_1000,
+    }
