@@ -218,8 +218,10 @@ def _params(table: _Table) -> dict[str, Any]:
     if not (0.0 <= decay <= 1.0):
         table.fail(f"must be a number from 0 to 1, got {decay}", "ema_decay")
     params["ema_decay"] = decay
-    points = table.get("checkpoints", list, P10_DEFAULTS["checkpoints"])
-    params["checkpoints"] = _checkpoints(table, points, params["steps"])
+    steps = params["steps"]
+    default_points = [p for p in P10_DEFAULTS["checkpoints"] if p < steps] + [steps]
+    points = table.get("checkpoints", list, default_points)
+    params["checkpoints"] = _checkpoints(table, points, steps)
     return params
 
 

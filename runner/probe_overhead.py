@@ -1,0 +1,82 @@
+"""What driving the burn loop from Python costs: `python -m runner.probe_overhead`.
+
+For each p10 mode, runs the native `p10` binary and the same loop through the
+Python module (in a runner worker, as `check` does), alternating, and compares
+the median per-step time over the steady-state window (after warm-up). Both
+call the one `rust_probe::p10::run`, so the ratio should sit near 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from .cases import P10_DEFAULTS
+from .execute import PROJECT_ROOT, RunRequest, execute
+
+MODES = ("detach", "target", "without", "target-without", "log", "ema-only")
+
+
+def target_dir() -> Path:
+    default = Path.home() / ".cache" / "burn-torch-diff" / "target"
+    return Path(os.environ.get("CARGO_TARGET_DIR", default))
+
+
+def build_native() -> Path:
+    env = {**os.environ, "CARGO_TARGET_DIR": str(target_dir())}
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "rust_probe", "--bin", "p10"],
+                   cwd=PROJECT_ROOT, env=env, check=True)
+    return target_dir() / "release" / "p10"
+
+
+def native(binary: Path, mode: str, steps: int) -> list[float]:
+    out = subprocess.run([str(binary), mode, str(steps), "--json"], capture_output=True, text=True)
+    return json.loads(out.stdout)["step_ms"]
+
+
+def python_driven(mode: str, steps: int) -> list[float]:
+    params = {**P10_DEFAULTS, "steps": steps,
+              "checkpoints": [p for p in P10_DEFAULTS["checkpoints"] if p < steps] + [steps]}
+    record = execute(RunRequest("overhead", "p10", "burn", mode, params, 3600))
+    return record.get("step_ms") or []
+
+
+def steady_median(step_ms: list[float], warmup: int) -> float | None:
+    window = step_ms[warmup:]
+    return statistics.median(window) if window else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m runner.probe_overhead", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved native/python runs per mode")
+    parser.add_argument("--mode", action="append", choices=MODES)
+    args = parser.parse_args(argv)
+    binary = build_native()
+    print(f"per-step median after step {args.warmup}, {args.steps} steps, {args.repeats} interleaved runs each;")
+    print("'spread' is (max - min) / median of one side's run medians: the noise floor of the comparison")
+    print(f"{'mode':15} {'native ms':>10} {'python ms':>10} {'python/native':>14} {'native spread':>14} {'python spread':>14}")
+    for mode in args.mode or MODES:
+        nat: list[float | None] = []
+        py: list[float | None] = []
+        for _ in range(args.repeats):
+            nat.append(steady_median(native(binary, mode, args.steps), args.warmup))
+            py.append(steady_median(python_driven(mode, args.steps), args.warmup))
+            print(f"  {mode}: native {nat[-1]}, python {py[-1]}", file=sys.stderr, flush=True)
+        if None in nat or None in py:
+            print(f"{mode:15} {'-':>10} {'-':>10} {'-':>14}  (ends before step {args.warmup + 1})")
+            continue
+        n, p = statistics.median(nat), statistics.median(py)
+        spread = lambda xs: (max(xs) - min(xs)) / statistics.median(xs)
+        print(f"{mode:15} {n:10.3f} {p:10.3f} {p / n:14.3f} {spread(nat):14.1%} {spread(py):14.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

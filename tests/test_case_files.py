@@ -1,0 +1,127 @@
+"""Loading and validating case files: every mistake names the file and the key."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from runner import cases
+from runner.errors import BadInput
+
+MINIMAL = """
+kind = "p10"
+[params]
+steps = 400
+[[runs]]
+framework = "burn"
+mode = "detach"
+expect = { outcome = "ok", tracked = true, slowdown_ratio = { min = 2 } }
+[[runs]]
+framework = "torch"
+mode = "detach"
+[[pairs]]
+a = "torch/detach"
+b = "burn/detach"
+differ = ["tracked"]
+reason = "r"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_the_shipped_cases_load():
+    paths = cases.all_cases()
+    assert [p.name for p in paths] == ["p10_ema.toml"]
+    case = cases.load_case(paths[0])
+    assert case.name == "p10_ema" and case.steps == 2000
+    assert {r.key for r in case.runs} >= {"torch/detach", "burn/detach", "burn/without", "burn/target"}
+    assert case.run("burn/target").expect.panic_message == "graph tape has already been consumed"
+    assert len(case.pairs) == 4 and all(p.reason for p in case.pairs)
+
+
+def test_minimal_case_gets_the_seed_defaults(tmp_path):
+    case = cases.load_case(write(tmp_path, MINIMAL))
+    assert case.params["d_in"] == 512 and case.params["ema_decay"] == 0.99
+    assert case.windows == cases.Windows(50, 150, 200)
+    assert case.run("burn/detach").expect.slowdown_ratio == cases.Bounds(min=2.0)
+
+
+@pytest.mark.parametrize(
+    "edit, fragments",
+    [
+        (lambda s: s.replace('kind = "p10"', 'kind = "p10"\ncolour = 1'), ["colour", "unknown key", "valid keys"]),
+        (lambda s: s.replace('kind = "p10"', 'kind = "p11"'), ["kind", "'p11'", "valid: p10"]),
+        (lambda s: s.replace('kind = "p10"', "kind = = 1"), ["not valid TOML", "line 2"]),
+        (lambda s: s.replace("steps = 400", 'steps = "400"'), ["params.steps", "must be int", "string"]),
+        (lambda s: s.replace("steps = 400", "steps = 0"), ["params.steps", ">= 1"]),
+        (lambda s: s.replace("steps = 400", "steps = 400\nd_in = true"), ["params.d_in", "boolean"]),
+        (lambda s: s.replace("steps = 400", "steps = 400\ncheckpoints = [5, 3]"), ["params.checkpoints", "increasing"]),
+        (lambda s: s.replace("steps = 400", "steps = 400\ncheckpoints = [500]"), ["params.checkpoints", "from 1 to steps (400)"]),
+        (lambda s: s.replace("steps = 400", "steps = 300"), ["windows", "400", "more than the 300 steps"]),
+        (lambda s: s.replace('mode = "detach"\nexpect', 'mode = "without"\nexpect').replace(
+            'framework = "burn"', 'framework = "torch"', 1), ["runs[0].mode", "'without'", "detach, target, log, ema-only"]),
+        (lambda s: s.replace('framework = "burn"', 'framework = "jax"'), ["runs[0].framework", "torch, burn"]),
+        (lambda s: s.replace('outcome = "ok"', 'outcome = "fine"'), ["runs[0].expect.outcome", "ok, panic, error, crash, timeout"]),
+        (lambda s: s.replace("tracked = true", "tracked = 1"), ["runs[0].expect.tracked", "must be bool"]),
+        (lambda s: s.replace("{ min = 2 }", "{ least = 2 }"), ["runs[0].expect.slowdown_ratio", "least", "min, max"]),
+        (lambda s: s.replace("{ min = 2 }", "{ min = 3, max = 2 }"), ["slowdown_ratio", "greater than max"]),
+        (lambda s: s.replace('a = "torch/detach"', 'a = "torch/without"'), ["pairs[0].a", "not a run of this case"]),
+        (lambda s: s.replace('differ = ["tracked"]', 'differ = ["speed"]'), ["pairs[0].differ", "'speed'", "grows"]),
+        (lambda s: s.replace('reason = "r"', ""), ["pairs[0].reason", "missing"]),
+        (lambda s: s + '[[runs]]\nframework = "burn"\nmode = "detach"\n', ["runs[2]", "burn/detach is listed twice"]),
+        (lambda s: s.replace('expect = { outcome = "ok",', 'expect = { outcome = "ok", panic_step = 2,'),
+         ["panic_step/panic_message need outcome"]),
+    ],
+)
+def test_bad_case_files_name_file_and_key(tmp_path, edit, fragments):
+    path = write(tmp_path, edit(MINIMAL))
+    with pytest.raises(BadInput) as info:
+        cases.load_case(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_name_must_match_the_file(tmp_path):
+    with pytest.raises(BadInput, match="must match the file name 'c'"):
+        cases.load_case(write(tmp_path, 'name = "other"\n' + MINIMAL))
+
+
+def test_unreadable_and_missing_files(tmp_path):
+    with pytest.raises(BadInput, match="no such case file"):
+        cases.load_case(tmp_path / "missing.toml")
+    binary = tmp_path / "b.toml"
+    binary.write_bytes(b"\xff\xfe\x00kind")
+    with pytest.raises(BadInput, match="cannot read case file"):
+        cases.load_case(binary)
+
+
+def test_resolve_by_name_and_unknown_name():
+    assert cases.resolve("p10_ema") == cases.CASES_DIR / "p10_ema.toml"
+    with pytest.raises(BadInput, match="known cases: p10_ema"):
+        cases.resolve("p99")
+
+
+def test_steps_override_drops_late_checkpoints_and_checks_windows():
+    case = cases.load_case(cases.resolve("p10_ema"))
+    short = cases.with_steps(case, 600)
+    assert short.params["checkpoints"] == [1, 50, 100, 200, 500, 600]
+    assert short.windows.last_range(600) == (401, 600)
+    with pytest.raises(BadInput, match="--steps 300"):
+        cases.with_steps(case, 300)
+
+
+def test_select_filters_runs_and_keeps_only_whole_pairs():
+    case = cases.load_case(cases.resolve("p10_ema"))
+    burn = cases.select(case, ["burn"], None)
+    assert {r.framework for r in burn.runs} == {"burn"} and burn.pairs == ()
+    detach = cases.select(case, None, ["detach"])
+    assert {r.key for r in detach.runs} == {"torch/detach", "burn/detach"}
+    assert [(p.a, p.b) for p in detach.pairs] == [("torch/detach", "burn/detach")]
+    with pytest.raises(BadInput, match="--mode: unknown mode 'fast'"):
+        cases.select(case, None, ["fast"])

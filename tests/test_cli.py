@@ -1,0 +1,92 @@
+"""`python -m runner check`: exit codes, messages without tracebacks, the JSON file."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner import cli, frameworks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["check", "--framework", "jax"], "argument --framework: invalid choice: 'jax'"),
+        (["check", "--steps", "0"], "argument --steps: must be a positive integer, got 0"),
+        (["check", "--steps", "many"], "argument --steps: must be a positive integer, got 'many'"),
+        (["check", "--timeout", "-1"], "argument --timeout: must be greater than 0"),
+        (["check", "--mode", "fast"], "--mode: unknown mode 'fast'"),
+        (["check", "--steps", "100"], "--steps 100 with"),
+        (["check", "p99"], "case 'p99'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        ([], "the following arguments are required: command"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(args, fragment):
+    out = run_cli(*args)
+    assert out.returncode == 2, out.stderr
+    assert fragment in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_case_file_exits_2_naming_file_line_and_key(tmp_path):
+    bad = tmp_path / "broken.toml"
+    bad.write_text('kind = "p10"\n[params]\nsteps = = 3\n')
+    out = run_cli("check", str(bad))
+    assert out.returncode == 2
+    assert str(bad) in out.stderr and "line 3" in out.stderr and "Traceback" not in out.stderr
+
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('kind = "p10"\nspeed = 3\n[[runs]]\nframework = "burn"\nmode = "detach"\n')
+    out = run_cli("check", str(unknown))
+    assert out.returncode == 2 and "speed: unknown key" in out.stderr
+
+
+def test_missing_framework_exits_3(monkeypatch, capsys):
+    adapter = frameworks.ADAPTERS[("p10", "torch")]
+    monkeypatch.setitem(frameworks.ADAPTERS, ("p10", "torch"),
+                        frameworks.Adapter(**{**adapter.__dict__, "requirement": "no_such_torch_module"}))
+    code = cli.main(["check", "--framework", "torch", "--steps", "400"])
+    assert code == 3
+    assert "torch is not available here" in capsys.readouterr().err
+
+
+def test_check_writes_results_json_atomically_and_exits_0(tmp_path):
+    out_path = tmp_path / "nested" / "results.json"
+    out = run_cli("check", "p10_ema", "--framework", "burn", "--mode", "without", "--mode", "target",
+                  "--steps", "400", "--json", str(out_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads(out_path.read_text())
+    assert [p.name for p in out_path.parent.iterdir()] == ["results.json"]  # no temp file left
+    assert doc["schema_version"] == 1
+    assert {(r["mode"], r["outcome"]) for r in doc["runs"]} == {("without", "ok"), ("target", "panic")}
+    target = next(r for r in doc["runs"] if r["mode"] == "target")
+    assert target["panic"]["step"] == 3 and "consumed" in target["panic"]["message"]
+    without = next(r for r in doc["runs"] if r["mode"] == "without")
+    assert len(without["step_ms"]) == 400
+    assert [c["step"] for c in without["checkpoints"]] == [1, 50, 100, 200, 400]
+    assert all(e["passed"] for e in doc["expectations"])
+    # progress on stderr, in the seed's spirit; the table on stdout
+    assert "burn without step 200:" in out.stderr and "[1/2]" in out.stderr
+    assert "expectations:" in out.stdout and "do not hold" in out.stdout
+
+
+def test_a_failed_expectation_exits_1(tmp_path):
+    case = tmp_path / "wrong.toml"
+    case.write_text(
+        'kind = "p10"\n[params]\nd_in = 16\nd_out = 16\nbatch = 4\nsteps = 400\n'
+        '[[runs]]\nframework = "burn"\nmode = "detach"\n'
+        'expect = { tracked = false }\n'  # burn 0.22.1's detach EMA is tracked
+    )
+    out = run_cli("check", str(case), "-q")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "FAIL  wrong burn/detach tracked: expected false, observed true" in out.stdout
