@@ -19,6 +19,7 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef]
 
+from . import semver
 from .errors import BadInput
 from .frameworks import ADAPTERS, FRAMEWORKS, KINDS, modes_of
 
@@ -37,6 +38,7 @@ P10_DEFAULTS: dict[str, Any] = {
     "checkpoints": [1, 50, 100, 200, 500, 1000, 2000],
     "ema_decay": 0.99,
     "seed": 0,
+    "rss_every": 25,
 }
 
 
@@ -66,6 +68,8 @@ class Expect:
     panic_message: str | None = None
     slowdown_ratio: Bounds | None = None
     rss_growth_mib_per_1000: Bounds | None = None
+    # A semver requirement: the expectations hold for these burn versions only.
+    burn_versions: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,9 @@ class Pair:
     same: tuple[str, ...]
     differ: tuple[str, ...]
     reason: str
+    # A semver requirement: the claim holds for these burn versions only; a
+    # difference fixed upstream is recorded by narrowing this, not deleted.
+    burn_versions: str | None = None
 
 
 @dataclass(frozen=True)
@@ -204,12 +211,23 @@ def _bounds(table: _Table, key: str) -> Bounds | None:
     return Bounds(lo, hi)
 
 
+def _requirement(table: _Table, key: str) -> str | None:
+    text = table.get(key, str)
+    if text is not None:
+        try:
+            semver.parse_requirement(text)
+        except ValueError as err:
+            table.fail(str(err), key)
+    return text
+
+
 def _params(table: _Table) -> dict[str, Any]:
     table.only(tuple(P10_DEFAULTS))
     params = dict(P10_DEFAULTS)
     for key in ("d_in", "d_out", "batch", "steps"):
         params[key] = table.positive_int(key, P10_DEFAULTS[key])
     params["seed"] = table.positive_int("seed", P10_DEFAULTS["seed"], minimum=0)
+    params["rss_every"] = table.positive_int("rss_every", P10_DEFAULTS["rss_every"], minimum=0)
     lr = table.get("lr", float, P10_DEFAULTS["lr"])
     if not (math.isfinite(lr) and lr > 0):
         table.fail(f"must be a finite number > 0, got {lr}", "lr")
@@ -263,7 +281,8 @@ def check_windows(windows: Windows, steps: int, where: str) -> None:
 
 
 def _expect(table: _Table, framework: str, mode: str) -> Expect:
-    table.only(("outcome", "tracked", "panic_step", "panic_message", "slowdown_ratio", "rss_growth_mib_per_1000"))
+    table.only(("outcome", "tracked", "panic_step", "panic_message", "slowdown_ratio",
+                "rss_growth_mib_per_1000", "burn_versions"))
     expect = Expect(
         outcome=table.choice("outcome", OUTCOMES),
         tracked=table.get("tracked", bool),
@@ -271,7 +290,10 @@ def _expect(table: _Table, framework: str, mode: str) -> Expect:
         panic_message=table.get("panic_message", str),
         slowdown_ratio=_bounds(table, "slowdown_ratio"),
         rss_growth_mib_per_1000=_bounds(table, "rss_growth_mib_per_1000"),
+        burn_versions=_requirement(table, "burn_versions"),
     )
+    if expect.burn_versions and framework != "burn":
+        table.fail(f"only burn runs can be limited to burn versions; this is a {framework} run", "burn_versions")
     if (expect.panic_step or expect.panic_message) and expect.outcome not in (None, "panic"):
         table.fail(f"panic_step/panic_message need outcome = \"panic\", got {expect.outcome!r}")
     return expect
@@ -306,7 +328,7 @@ def _pairs(case: _Table, runs: tuple[RunSpec, ...]) -> tuple[Pair, ...]:
     pairs = []
     for index, item in enumerate(raw):
         table = _Table(case.path, f"pairs[{index}]", item)
-        table.only(("a", "b", "same", "differ", "reason"))
+        table.only(("a", "b", "same", "differ", "reason", "burn_versions"))
         ends = []
         for end in ("a", "b"):
             key = table.get(end, str, required=True)
@@ -323,7 +345,8 @@ def _pairs(case: _Table, runs: tuple[RunSpec, ...]) -> tuple[Pair, ...]:
         if not props["same"] and not props["differ"]:
             table.fail("needs same, differ or both")
         reason = table.get("reason", str, required=True)
-        pairs.append(Pair(ends[0], ends[1], props["same"], props["differ"], reason.strip()))
+        pairs.append(Pair(ends[0], ends[1], props["same"], props["differ"], reason.strip(),
+                          _requirement(table, "burn_versions")))
     return tuple(pairs)
 
 

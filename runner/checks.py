@@ -6,6 +6,25 @@ from typing import Any
 
 from .cases import Case, RunSpec
 from .metrics import properties
+from .semver import is_version, matches
+
+
+def burn_version_of(*records: dict) -> str | None:
+    """The burn version a set of records ran against (None if no burn record says)."""
+    for record in records:
+        if record.get("framework") == "burn":
+            version = (record.get("versions") or {}).get("burn")
+            if version and is_version(version):
+                return version
+    return None
+
+
+def _applies(requirement: str | None, version: str | None) -> bool:
+    return requirement is None or version is None or matches(version, requirement)
+
+
+def _skipped(case: Case, subject: str, requirement: str, version: str) -> dict:
+    return {"case": case.name, "subject": subject, "burn_versions": requirement, "burn": version}
 
 
 def _verdict(case: Case, framework: str, mode: str, check: str, expected: Any, observed: Any,
@@ -14,8 +33,13 @@ def _verdict(case: Case, framework: str, mode: str, check: str, expected: Any, o
             "expected": expected, "observed": observed, "passed": bool(passed), **extra}
 
 
-def run_checks(case: Case, spec: RunSpec, record: dict) -> list[dict]:
+def run_checks(case: Case, spec: RunSpec, record: dict) -> tuple[list[dict], list[dict]]:
+    """Verdicts for one run, and (instead) a skip if its expectations are limited
+    to burn versions other than the one that ran."""
     expect, metrics = spec.expect, record["metrics"]
+    version = burn_version_of(record)
+    if not _applies(expect.burn_versions, version):
+        return [], [_skipped(case, spec.key, expect.burn_versions, version)]
     panic = record.get("panic") or {}
     out: list[dict] = []
 
@@ -40,14 +64,19 @@ def run_checks(case: Case, spec: RunSpec, record: dict) -> list[dict]:
         if bounds is not None:
             observed = metrics[check]
             add(check, bounds.describe(), observed, bounds.holds(observed))
-    return out
+    return out, []
 
 
-def pair_checks(case: Case, records: dict[str, dict]) -> list[dict]:
+def pair_checks(case: Case, records: dict[str, dict]) -> tuple[list[dict], list[dict]]:
     out: list[dict] = []
+    skipped: list[dict] = []
     for pair in case.pairs:
         a, b = records.get(pair.a), records.get(pair.b)
         if a is None or b is None:
+            continue
+        version = burn_version_of(a, b)
+        if not _applies(pair.burn_versions, version):
+            skipped.append(_skipped(case, f"{pair.a} ~ {pair.b}", pair.burn_versions, version))
             continue
         pa = properties(a, a["metrics"], case)
         pb = properties(b, b["metrics"], case)
@@ -63,4 +92,4 @@ def pair_checks(case: Case, records: dict[str, dict]) -> list[dict]:
                     relation, {pair.a: va, pair.b: vb}, passed,
                     pair=f"{pair.a} ~ {pair.b}", reason=pair.reason,
                 ))
-    return out
+    return out, skipped

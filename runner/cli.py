@@ -1,13 +1,19 @@
-"""`python -m runner ...`: the command line.
+"""`python3 -m runner ...`: the command line.
 
-Exit codes: 0 every expectation holds; 1 one does not; 2 bad input (case
-file, arguments); 3 infrastructure (probe not built, framework missing).
+Subcommands: `check` (here), `report` (runner.report.command) and
+`upgrade-check` (runner.upgrade.command). Each command module has
+`configure(parser)` and `run(args) -> int`.
+
+Exit codes: 0 every expectation holds (or nothing changed); 1 one does not (or
+something changed); 2 bad input (case file, arguments); 3 infrastructure
+(probe not built, framework missing, build broken).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import sys
 from pathlib import Path
 
@@ -46,7 +52,7 @@ def _positive_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m runner", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python3 -m runner", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("check", help="run cases under torch and burn and check their expectations",
                        description="Run every selected run of each case in its own worker process, "
@@ -62,7 +68,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-run timeout in seconds (default: the case's execution.timeout_s)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results document here (atomically)")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
+    p.set_defaults(handler=cmd_check)
+    for name, (module, help_text) in EXTRA_COMMANDS.items():
+        try:
+            command = importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if not err.name or not module.startswith(err.name):
+                raise
+            continue  # not written yet
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command.configure(sub_parser)
+        sub_parser.set_defaults(handler=command.run)
     return parser
+
+
+# name -> (module with configure(parser) and run(args) -> int, one-line help)
+EXTRA_COMMANDS = {
+    "report": ("runner.report.command", "nightly differential report: HTML and Markdown, history, changes"),
+    "upgrade-check": ("runner.upgrade.command", "run every case against another burn release and classify what changed"),
+}
 
 
 def load_selected(args: argparse.Namespace) -> list[case_files.Case]:
@@ -98,7 +122,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"check": cmd_check}[args.command](args)
+        return args.handler(args)
     except RunnerError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -37,6 +37,8 @@ class RunRequest:
     mode: str
     params: dict
     timeout_s: float
+    # Extra environment for the worker (e.g. which probe build to load).
+    env: dict = field(default_factory=dict)
 
 
 def _worker_env() -> dict[str, str]:
@@ -99,7 +101,7 @@ def execute(
                     stdin=subprocess.DEVNULL,
                     stdout=stderr,
                     stderr=subprocess.STDOUT,
-                    env=_worker_env(),
+                    env={**_worker_env(), **request.env},
                     cwd=PROJECT_ROOT,
                     start_new_session=True,
                 )

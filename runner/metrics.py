@@ -6,7 +6,8 @@ for both frameworks: Rust and torch measure, this module judges.
 - ``slope_ms_per_1000``: Theil-Sen slope of step time over step (after
   warm-up), in ms per 1000 steps, with its 95% confidence interval.
 - ``rss_growth_mib_per_1000``: Theil-Sen slope of the RSS delta over the
-  checkpoints after warm-up, in MiB per 1000 steps.
+  RSS samples (every ``rss_every`` steps; the checkpoints if there are none)
+  after warm-up, in MiB per 1000 steps.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def compute(record: dict, case: Case) -> dict[str, Any]:
         if fit:
             slope = {"value": fit[0] * 1000, "ci95": [fit[1] * 1000, fit[2] * 1000]}
 
-    rss_points = [
+    # Dense RSS samples (every `rss_every` steps) where the run has them, else the checkpoints.
+    samples = [(s, d) for s, d in record.get("rss_samples") or [] if s > windows.warmup]
+    rss_points = samples if len(samples) >= 3 else [
         (c["step"], c["rss_delta_mib"])
         for c in checkpoints
         if c["step"] > windows.warmup and c.get("rss_delta_mib") is not None

@@ -38,10 +38,12 @@ def _distribution_version(name: str) -> str | None:
         return None
 
 
-def provenance(started: dt.datetime, finished: dt.datetime) -> dict:
+def provenance(started: dt.datetime, finished: dt.datetime, runs: list[dict] | None = None) -> dict:
     probe = _probe_info()
+    ran = sorted({(r.get("versions") or {}).get("burn") for r in runs or []} - {None})
     return {
-        "burn": probe.get("burn"),
+        # The burn version the runs report; the installed probe's when none ran.
+        "burn": ", ".join(ran) if ran else probe.get("burn"),
         "probe_profile": probe.get("profile"),
         "torch": _distribution_version("torch"),
         "rustc": probe.get("rustc"),
@@ -57,15 +59,17 @@ def provenance(started: dt.datetime, finished: dt.datetime) -> dict:
 
 
 def document(runs: list[dict], expectations: list[dict], started: dt.datetime,
-             finished: dt.datetime) -> dict:
+             finished: dt.datetime, not_applicable: list[dict] | None = None) -> dict:
     failed = sum(not e["passed"] for e in expectations)
     return {
         "schema_version": SCHEMA_VERSION,
-        "provenance": provenance(started, finished),
+        "provenance": provenance(started, finished, runs),
         "summary": {"runs": len(runs), "expectations": len(expectations),
                     "passed": len(expectations) - failed, "failed": failed},
         "runs": runs,
         "expectations": expectations,
+        # Expectations limited to other burn versions (`burn_versions`), not checked.
+        "not_applicable": not_applicable or [],
     }
 
 

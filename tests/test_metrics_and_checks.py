@@ -98,13 +98,13 @@ def test_properties_use_the_case_thresholds(case):
 def test_run_checks_pass_and_fail_on_what_was_observed(case):
     torch_r = record(flat(), False)
     torch_r["metrics"] = compute(torch_r, case)
-    verdicts = run_checks(case, case.run("torch/detach"), torch_r)
+    verdicts, _ = run_checks(case, case.run("torch/detach"), torch_r)
     assert [v["check"] for v in verdicts] == ["outcome", "tracked", "slowdown_ratio", "rss_growth_mib_per_1000"]
     assert all(v["passed"] for v in verdicts)
 
     bad = record(growing(), True)
     bad["metrics"] = compute(bad, case)
-    failed = {v["check"] for v in run_checks(case, case.run("torch/detach"), bad) if not v["passed"]}
+    failed = {v["check"] for v in run_checks(case, case.run("torch/detach"), bad)[0] if not v["passed"]}
     assert failed == {"tracked", "slowdown_ratio"}
 
 
@@ -112,13 +112,13 @@ def test_panic_checks(case):
     msg = "Cannot run backward: graph tape has already been consumed at NodeId(16)."
     r = record(flat(2), True, outcome="panic", panic={"message": msg, "step": 3})
     r["metrics"] = compute(r, case)
-    assert all(v["passed"] for v in run_checks(case, case.run("burn/target"), r))
+    assert all(v["passed"] for v in run_checks(case, case.run("burn/target"), r)[0])
     r["panic"] = {"message": msg, "step": 2}
-    failed = [v["check"] for v in run_checks(case, case.run("burn/target"), r) if not v["passed"]]
+    failed = [v["check"] for v in run_checks(case, case.run("burn/target"), r)[0] if not v["passed"]]
     assert failed == ["panic_step"]
     ok = record(flat(), True)
     ok["metrics"] = compute(ok, case)
-    failed = [v["check"] for v in run_checks(case, case.run("burn/target"), ok) if not v["passed"]]
+    failed = [v["check"] for v in run_checks(case, case.run("burn/target"), ok)[0] if not v["passed"]]
     assert failed == ["outcome", "panic_step", "panic_message"]
 
 
@@ -127,13 +127,52 @@ def test_pairs_compare_properties(case):
     b = record(growing(), True, rss_per_step=0.003)
     for r in (t, b):
         r["metrics"] = compute(r, case)
-    verdicts = pair_checks(case, {"torch/detach": t, "burn/detach": b})
+    verdicts, _ = pair_checks(case, {"torch/detach": t, "burn/detach": b})
     assert {v["check"]: v["passed"] for v in verdicts} == {
         "pair same: outcome": True, "pair differ: tracked": True,
         "pair differ: grows": True, "pair differ: rss_grows": True,
     }
     # If burn behaved like torch, every "differ" would fail.
-    verdicts = pair_checks(case, {"torch/detach": t, "burn/detach": t})
+    verdicts, _ = pair_checks(case, {"torch/detach": t, "burn/detach": t})
     assert [v["check"] for v in verdicts if not v["passed"]] == [
         "pair differ: tracked", "pair differ: grows", "pair differ: rss_grows"]
     assert all(v["reason"] == "r" and v["pair"] == "torch/detach ~ burn/detach" for v in verdicts)
+
+
+def test_dense_rss_samples_are_preferred_to_checkpoints(case):
+    r = record(flat(), False, rss_per_step=0.0)
+    r["rss_samples"] = [[s, 0.002 * s] for s in range(25, 1001, 25)]
+    assert compute(r, case)["rss_growth_mib_per_1000"] == pytest.approx(2.0, rel=1e-6)
+
+
+def test_burn_versions_limit_expectations_and_pairs(tmp_path):
+    text = CASE_TEXT.replace(
+        'expect = { outcome = "panic", panic_step = 3,',
+        'expect = { burn_versions = ">=0.22.0", outcome = "panic", panic_step = 3,',
+    ).replace('same = ["outcome"]', 'same = ["outcome"]\nburn_versions = "<0.23.0"')
+    path = tmp_path / "v.toml"
+    path.write_text(text)
+    case = cases.load_case(path)
+    old = record(flat(), True)
+    old.update(framework="burn", versions={"burn": "0.21.0"})
+    old["metrics"] = compute(old, case)
+    verdicts, skipped = run_checks(case, case.run("burn/target"), old)
+    assert verdicts == [] and skipped[0]["burn_versions"] == ">=0.22.0" and skipped[0]["burn"] == "0.21.0"
+
+    new = record(growing(), True)
+    new.update(framework="burn", versions={"burn": "0.23.1"})
+    new["metrics"] = compute(new, case)
+    t = record(flat(), False)
+    t["metrics"] = compute(t, case)
+    verdicts, skipped = pair_checks(case, {"torch/detach": t, "burn/detach": new})
+    assert verdicts == [] and skipped[0]["subject"] == "torch/detach ~ burn/detach"
+    new["versions"]["burn"] = "0.22.1"
+    verdicts, skipped = pair_checks(case, {"torch/detach": t, "burn/detach": new})
+    assert len(verdicts) == 4 and skipped == []
+
+
+def test_burn_versions_are_validated(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(CASE_TEXT.replace('reason = "r"', 'reason = "r"\nburn_versions = "newer than 0.22"'))
+    with pytest.raises(cases.BadInput, match="pairs\\[0\\].burn_versions: not a version requirement"):
+        cases.load_case(path)

@@ -6,10 +6,27 @@ fields into the framework-neutral record. A panic inside burn arrives as data.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from typing import Callable
 
-from .. import _probe
 
+def _load_probe():
+    """`runner._probe`, or the build named by RUNNER_PROBE_PATH (another burn release)."""
+    path = os.environ.get("RUNNER_PROBE_PATH")
+    if not path:
+        from .. import _probe
+
+        return _probe
+    spec = importlib.util.spec_from_file_location("runner._probe", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"RUNNER_PROBE_PATH={path} is not a loadable extension module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_probe = _load_probe()
 MODES = tuple(_probe.MODES)
 _OUTCOMES = {"completed": "ok", "panic": "panic", "stopped": "stopped"}
 
@@ -41,4 +58,5 @@ def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
         "panic": raw["panic"],
         "step_ms": raw["step_ms"],
         "checkpoints": [_checkpoint(c) for c in raw["checkpoints"]],
+        "rss_samples": [[step, delta] for step, _bytes, delta in raw.get("rss_samples", [])],
     }

@@ -46,6 +46,8 @@ def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
 
     step_ms: list[float] = []
     records: list[dict] = []
+    rss_samples: list[list[float]] = []
+    rss_every = params.get("rss_every", 0)
     segment_start = 0
     for step in range(1, steps + 1):
         started = time.perf_counter()
@@ -65,6 +67,9 @@ def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
             ema = ema * decay + model.weight.detach() * (1.0 - decay)
         step_ms.append((time.perf_counter() - started) * 1e3)
 
+        if rss_every and step % rss_every == 0 and rss_start is not None:
+            rss_samples.append([step, (rss_bytes() - rss_start) / 2**20])
+
         if step in checkpoints:
             segment = step_ms[segment_start:]
             segment_start = len(step_ms)
@@ -81,4 +86,5 @@ def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
             }
             records.append(record)
             progress(record)
-    return {"outcome": "ok", "panic": None, "step_ms": step_ms, "checkpoints": records}
+    return {"outcome": "ok", "panic": None, "step_ms": step_ms, "checkpoints": records,
+            "rss_samples": rss_samples}

@@ -100,6 +100,8 @@ pub const DEFAULT_CHECKPOINTS: [u64; 7] = [1, 50, 100, 200, 500, 1000, 2000];
 pub const MAX_DIM: u64 = 1 << 16;
 /// Largest accepted element count of the weight or of the input (1 GiB of f32).
 pub const MAX_ELEMENTS: u64 = 1 << 28;
+/// Default RSS sampling period in steps.
+pub const DEFAULT_RSS_EVERY: u64 = 25;
 /// Largest accepted step count.
 pub const MAX_STEPS: u64 = 10_000_000;
 
@@ -115,6 +117,9 @@ pub struct P10Config {
     pub checkpoints: Vec<u64>,
     pub ema_decay: f64,
     pub seed: u64,
+    /// Sample the process RSS every this many steps (outside the timed
+    /// region); 0: only at checkpoints.
+    pub rss_every: u64,
 }
 
 /// Unvalidated parameters, as they come from Python or the command line.
@@ -131,6 +136,7 @@ pub struct P10Params {
     pub checkpoints: Option<Vec<i64>>,
     pub ema_decay: f64,
     pub seed: i64,
+    pub rss_every: i64,
 }
 
 impl Default for P10Params {
@@ -145,6 +151,7 @@ impl Default for P10Params {
             checkpoints: None,
             ema_decay: 0.99,
             seed: 0,
+            rss_every: DEFAULT_RSS_EVERY as i64,
         }
     }
 }
@@ -221,6 +228,15 @@ impl P10Params {
                 message: format!("must be a non-negative integer, got {}", self.seed),
             });
         }
+        if self.rss_every < 0 || self.rss_every as u64 > MAX_STEPS {
+            return Err(ConfigError {
+                parameter: "rss_every",
+                message: format!(
+                    "must be an integer from 0 (only at checkpoints) to {MAX_STEPS}, got {}",
+                    self.rss_every
+                ),
+            });
+        }
         Ok(P10Config {
             mode,
             d_in,
@@ -231,6 +247,7 @@ impl P10Params {
             checkpoints,
             ema_decay: self.ema_decay,
             seed: self.seed as u64,
+            rss_every: self.rss_every as u64,
         })
     }
 }

@@ -61,6 +61,14 @@ pub struct Checkpoint {
     pub is_autodiff: bool,
 }
 
+/// The process RSS sampled between steps.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RssSample {
+    pub step: u64,
+    pub rss_bytes: u64,
+    pub rss_delta_mib: f64,
+}
+
 /// A panic inside the loop, with the step it happened at (0 during setup).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct StepPanic {
@@ -105,6 +113,8 @@ pub struct P10Result {
     /// Wall time of every completed step, in milliseconds, step 1 first.
     pub step_ms: Vec<f64>,
     pub checkpoints: Vec<Checkpoint>,
+    /// RSS every `rss_every` steps (empty where RSS cannot be read).
+    pub rss_samples: Vec<RssSample>,
     pub rss_start_bytes: Option<u64>,
     /// Model, input and optimizer construction, not part of any step.
     pub setup_ms: f64,
@@ -136,6 +146,7 @@ pub fn run(
     let set_phase = |phase: Phase| position.set((position.get().0, phase));
     let mut step_ms: Vec<f64> = Vec::with_capacity(config.steps as usize);
     let mut checkpoints: Vec<Checkpoint> = Vec::with_capacity(config.checkpoints.len());
+    let mut rss_samples: Vec<RssSample> = Vec::new();
     let mut setup_ms = 0.0;
     let rss_start = rss::current_bytes();
 
@@ -183,6 +194,16 @@ pub fn run(
                 ema = ema.mul_scalar(keep) + snapshot(&model, mode).mul_scalar(blend);
             }
             step_ms.push(started.elapsed().as_secs_f64() * 1e3);
+
+            if config.rss_every > 0 && step % config.rss_every == 0 {
+                if let (Some(now), Some(start)) = (rss::current_bytes(), rss_start) {
+                    rss_samples.push(RssSample {
+                        step,
+                        rss_bytes: now,
+                        rss_delta_mib: mib(now as i128 - start as i128),
+                    });
+                }
+            }
 
             if next_checkpoint.peek() == Some(&step) {
                 next_checkpoint.next();
@@ -234,6 +255,7 @@ pub fn run(
         outcome,
         step_ms,
         checkpoints,
+        rss_samples,
         rss_start_bytes: rss_start,
         setup_ms,
         panic,

@@ -74,6 +74,11 @@ fn result_dict<'py>(py: Python<'py>, r: &P10Result) -> PyResult<Bound<'py, PyDic
         checkpoints.append(checkpoint_dict(py, c)?)?;
     }
     d.set_item("checkpoints", checkpoints)?;
+    let samples = PyList::empty(py);
+    for sample in &r.rss_samples {
+        samples.append((sample.step, sample.rss_bytes, sample.rss_delta_mib))?;
+    }
+    d.set_item("rss_samples", samples)?;
     d.set_item("rss_start_bytes", r.rss_start_bytes)?;
     d.set_item("setup_ms", r.setup_ms)?;
     match &r.panic {
@@ -101,7 +106,7 @@ fn result_dict<'py>(py: Python<'py>, r: &P10Result) -> PyResult<Bound<'py, PyDic
 #[pyfunction]
 #[pyo3(signature = (
     mode, *, d_in=None, d_out=None, batch=None, lr=None, steps=None,
-    checkpoints=None, ema_decay=None, seed=None, progress=None
+    checkpoints=None, ema_decay=None, seed=None, rss_every=None, progress=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_p10<'py>(
@@ -115,6 +120,7 @@ fn run_p10<'py>(
     checkpoints: Option<&Bound<'py, PyAny>>,
     ema_decay: Option<&Bound<'py, PyAny>>,
     seed: Option<&Bound<'py, PyAny>>,
+    rss_every: Option<&Bound<'py, PyAny>>,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut params = P10Params::default();
@@ -124,12 +130,13 @@ fn run_p10<'py>(
             Mode::names()
         ))
     })?;
-    let ints: [(&str, Option<&Bound<'py, PyAny>>, &mut i64); 5] = [
+    let ints: [(&str, Option<&Bound<'py, PyAny>>, &mut i64); 6] = [
         ("d_in", d_in, &mut params.d_in),
         ("d_out", d_out, &mut params.d_out),
         ("batch", batch, &mut params.batch),
         ("steps", steps, &mut params.steps),
         ("seed", seed, &mut params.seed),
+        ("rss_every", rss_every, &mut params.rss_every),
     ];
     for (name, value, slot) in ints {
         if let Some(value) = value {

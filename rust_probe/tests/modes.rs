@@ -146,3 +146,29 @@ fn a_break_from_the_callback_stops_the_run_there() {
     assert_eq!(result.step_ms.len(), 1);
     assert_eq!(result.checkpoints.len(), 1);
 }
+
+#[test]
+fn rss_is_sampled_every_n_steps() {
+    let config = P10Params {
+        mode: "without".into(),
+        d_in: 16,
+        d_out: 16,
+        batch: 4,
+        steps: 10,
+        rss_every: 4,
+        ..P10Params::default()
+    }
+    .validate()
+    .unwrap();
+    let result = run(&config, &mut |_| ControlFlow::Continue(()));
+    if cfg!(target_os = "linux") {
+        let steps: Vec<u64> = result.rss_samples.iter().map(|s| s.step).collect();
+        assert_eq!(steps, vec![4, 8]);
+    }
+    let off = P10Config {
+        rss_every: 0,
+        ..config
+    };
+    let result = run(&off, &mut |_| ControlFlow::Continue(()));
+    assert!(result.rss_samples.is_empty());
+}

@@ -1,0 +1,66 @@
+"""Did a run's performance move between two result sets? One stated rule,
+shared by the nightly report and the upgrade check.
+
+The rule, for each of a run's two windows (reference and last, as declared by
+its case), over the per-step samples of that window in the two runs:
+
+    changed  <=>  Mann-Whitney U two-sided p < ALPHA
+                  and the medians differ by more than a factor MIN_FACTOR
+
+The test alone is not enough: a few hundred per-step samples make even a 2 %
+shift "significant", and on a shared 2-core VM whole runs shift by 20-30 %
+(measured with `runner.probe_overhead`: the same binary's per-run medians
+spread that much). The factor floor keeps machine noise out; the test keeps a
+large but erratic difference of a few samples out.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from scipy import stats
+
+ALPHA = 1e-3
+MIN_FACTOR = 1.5
+RULE = (f"per window (reference, last): Mann-Whitney U two-sided p < {ALPHA:g} on the per-step "
+        f"times and medians differing by more than a factor {MIN_FACTOR:g}")
+
+
+def samples_changed(before: list[float], after: list[float], alpha: float = ALPHA,
+                    min_factor: float = MIN_FACTOR) -> dict[str, Any]:
+    """Compare two samples of step times by the rule above."""
+    if len(before) < 2 or len(after) < 2:
+        return {"changed": None, "p_value": None, "factor": None, "n": [len(before), len(after)]}
+    mb, ma = statistics.median(before), statistics.median(after)
+    factor = ma / mb if mb > 0 else float("inf")
+    p_value = float(stats.mannwhitneyu(before, after, alternative="two-sided").pvalue)
+    changed = p_value < alpha and (factor > min_factor or factor < 1 / min_factor)
+    return {"changed": bool(changed), "p_value": p_value, "factor": factor,
+            "median_before": mb, "median_after": ma, "n": [len(before), len(after)]}
+
+
+def _window_samples(run: dict, name: str) -> list[float]:
+    window = (run.get("metrics") or {}).get(f"{name}_window")
+    step_ms = run.get("step_ms") or []
+    if not window or len(step_ms) < window[1]:
+        return []
+    return step_ms[window[0] - 1 : window[1]]
+
+
+def performance_change(before: dict, after: dict) -> dict[str, Any]:
+    """Apply the rule to both windows of one run seen twice.
+
+    `changed` is True if either window changed, False if both were compared and
+    neither did, None if a window could not be compared (a run that did not
+    reach it, e.g. one that panicked)."""
+    windows = {name: samples_changed(_window_samples(before, name), _window_samples(after, name))
+               for name in ("reference", "last")}
+    verdicts = [w["changed"] for w in windows.values()]
+    if any(v is True for v in verdicts):
+        changed: bool | None = True
+    elif all(v is False for v in verdicts):
+        changed = False
+    else:
+        changed = None
+    return {"changed": changed, "windows": windows, "rule": RULE}
