@@ -38,6 +38,8 @@ class P10Result(TypedDict):
     step_ms: list[float]
     """Wall time of every completed step in milliseconds, step 1 first."""
     checkpoints: list[Checkpoint]
+    rss_samples: list[tuple[int, int, float]]
+    """(step, rss_bytes, rss_delta_mib) every ``rss_every`` steps, read outside the timed region."""
     rss_start_bytes: int | None
     setup_ms: float
     panic: Panic | None
@@ -60,6 +62,7 @@ def run_p10(
     checkpoints: Sequence[int] | None = None,
     ema_decay: float = 0.99,
     seed: int = 0,
+    rss_every: int = 25,
     progress: Callable[[Checkpoint], object] | None = None,
 ) -> P10Result:
     """Run the p10 loop once. Bad arguments raise ``ValueError`` naming the parameter.
@@ -67,6 +70,7 @@ def run_p10(
     A panic inside burn does not raise: it comes back as ``outcome == "panic"``
     with ``panic`` filled in. ``checkpoints`` defaults to the seed's
     (1, 50, 100, 200, 500, 1000, 2000) up to ``steps``, plus ``steps``.
+    ``rss_every``: sample the process RSS every this many steps (0: only at checkpoints).
     """
 
 def build_info() -> BuildInfo:

@@ -96,6 +96,9 @@ def summary(doc: dict) -> str:
         subject = e.get("pair") or f"{e['framework']}/{e['mode']}"
         out.append(f"  {mark}  {e['case']} {subject} {e['check']}: "
                    f"expected {_show(e['expected'])}, observed {_show(e['observed'])}")
+    for skipped in doc.get("not_applicable", []):
+        out.append(f"  n/a   {skipped['case']} {skipped['subject']}: limited to burn {skipped['burn_versions']}, "
+                   f"ran burn {skipped['burn']}")
     s = doc["summary"]
     out.append("")
     out.append(f"{s['runs']} runs; expectations: {s['passed']} hold, {s['failed']} do not hold")

@@ -6,6 +6,7 @@ of the same machine kept in a history folder.
 - `machines`: the machine fingerprint; results grouped into one set per machine
 - `history`: the history folder (one results file per run, sorted by time)
 - `changes`: what changed between two runs of one machine
+- `model`: what both renderings show (pairs, verdict, exit code); `formatting`
 - `svg`: hand-written inline SVG line plots
 - `html_page`, `markdown`: the two renderings
 - `command`: `python3 -m runner report`

@@ -1,0 +1,102 @@
+"""`python3 -m runner report`: run every case (or read results files), compare
+each machine with its previous run in the history folder, and write
+`report.html`, `report.md` and `results.json` into the output folder.
+
+Everything that can fail on bad input (reading and validating results files,
+the history folder and the previous runs, rendering) happens before the first
+write. Then each file is replaced atomically (temporary file, fsync, rename):
+the three report files first, the history entries last, so an interrupted run
+leaves every file either as it was or complete, and never records a run whose
+report was not written.
+
+Exit codes: 0 nothing changed and every expectation holds; 1 otherwise;
+2 bad input; 3 infrastructure (a framework or the probe missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+from .. import cases as case_files
+from ..atomic import write_json, write_text
+from ..engine import check
+from ..errors import BadInput
+from ..terminal import ConsoleReporter
+from . import documents, html_page, markdown
+from .changes import changes
+from .history import History
+from .machines import Machine, group
+from .model import Comparison, Report
+
+DEFAULT_OUT = Path("reports")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cases", nargs="*", metavar="CASE",
+                        help="case name (file in cases/) or path to a case file; default: every case")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                        help=f"write report.html, report.md and results.json here (default: {DEFAULT_OUT})")
+    parser.add_argument("--history", type=Path, metavar="DIR",
+                        help="history folder: each run is added, and compared with the previous run "
+                             "of the same machine (default: OUT/history)")
+    parser.add_argument("--from-results", type=Path, nargs="+", metavar="FILE",
+                        help="report on these results files (from `check --json` or `report`; several "
+                             "machines give one column set each) instead of running the cases")
+
+
+def _fresh_results(refs: list[str]) -> list[tuple[dict, str]]:
+    paths = [case_files.resolve(ref) for ref in refs] if refs else case_files.all_cases()
+    if not paths:
+        raise BadInput(f"no case files in {case_files.CASES_DIR}")
+    cases = [case_files.load_case(path) for path in paths]
+    doc = check(cases, ConsoleReporter())
+    return [(documents.validate(doc, "this run's results"), "this run")]
+
+
+def _from_files(paths: list[Path]) -> list[tuple[dict, str]]:
+    return [(doc, str(path)) for path in paths for doc in documents.load_results(path)]
+
+
+def _compare(history: History, machine: Machine) -> Comparison:
+    previous = history.previous(machine)
+    if previous is None:
+        return Comparison(None, note=f"no earlier run of this machine in {history.folder}; "
+                                     "nothing to compare with")
+    before = previous.load()
+    return Comparison(previous, changes(before, machine.doc), before["provenance"])
+
+
+def build(inputs: list[tuple[dict, str]], history: History) -> Report:
+    machines = group(inputs)
+    generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return Report(machines, [_compare(history, m) for m in machines], generated)
+
+
+def run(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out {out}: is a file, expected a folder")
+    if args.from_results and args.cases:
+        raise BadInput("give CASE arguments (to run them) or --from-results FILE, not both")
+    history = History(args.history if args.history is not None else out / "history")
+    inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args.cases)
+    report = build(inputs, history)
+    page, summary = html_page.render(report), markdown.render(report)
+    results = documents.bundle([m.doc for m in report.machines])
+
+    write_json(out / "results.json", results)
+    write_text(out / "report.md", summary)
+    write_text(out / "report.html", page)
+    recorded = [history.add(m) for m in report.machines]
+
+    print(report.status())
+    for path in ("report.html", "report.md", "results.json"):
+        print(f"wrote {out / path}")
+    for path in recorded:
+        print(f"history: {path}")
+    if report.exit_code:
+        print(f"exit 1: see {out / 'report.md'}", file=sys.stderr)
+    return report.exit_code

@@ -1,0 +1,199 @@
+"""Build the probe against one burn source, in its own folder, cached.
+
+The committed `Cargo.toml`, `Cargo.lock` and `rust_probe/` are never touched:
+each side gets a folder under `~/.cache/burn-torch-diff/upgrade/` holding a
+copy of the probe whose burn dependency is rewritten, plus a copy of the
+committed lock (cargo adjusts only what the other burn needs). The package is
+renamed there (`rust_probe_upgrade`) so its library never lands on the main
+build's file in the shared target directory, which lets the burn crates the
+main build compiled be reused. A build is keyed by what went into it (source,
+probe sources, lock, rustc, profile) and reused while that key holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..atomic import write_json
+from ..errors import Infrastructure
+from ..execute import PROJECT_ROOT
+from .sources import BurnSource
+
+CACHE = Path(os.environ.get("RUNNER_CACHE", Path.home() / ".cache" / "burn-torch-diff"))
+PROFILE = "release"
+# Bump when the way a side is built changes, so cached builds are redone.
+RECIPE = 3
+MAX_ERRORS = 5
+_BURN_DEP = re.compile(r'^burn\s*=\s*\{\s*version\s*=\s*"[^"]*"', re.MULTILINE)
+
+
+@dataclass
+class BuildResult:
+    source: str
+    ok: bool
+    key: str
+    folder: str
+    probe: str | None = None  # the built extension, loadable as runner._probe
+    burn: str | None = None  # the burn version in the side's lock file
+    seconds: float = 0.0
+    cached: bool = False
+    errors: list[str] = field(default_factory=list)  # the first compiler errors, trimmed
+    # Version of every burn-* crate in the side's lock, and pins that could not be made.
+    burn_family: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def target_dir() -> Path:
+    return Path(os.environ.get("CARGO_TARGET_DIR", CACHE / "target"))
+
+
+def _rustc_version() -> str:
+    try:
+        return subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    except FileNotFoundError:
+        raise Infrastructure("rustc is not installed: install Rust (1.95 or newer)") from None
+
+
+def _probe_files() -> list[Path]:
+    root = PROJECT_ROOT / "rust_probe"
+    files = [root / "Cargo.toml", root / "build.rs", *sorted((root / "src").rglob("*.rs"))]
+    return [PROJECT_ROOT / "Cargo.toml", PROJECT_ROOT / "Cargo.lock", *files]
+
+
+def build_key(source: BurnSource) -> str:
+    digest = hashlib.sha256()
+    digest.update(f"{RECIPE}\n{source.label}\n{_rustc_version()}\n{PROFILE}\n{sys.version_info[:2]}\n".encode())
+    for path in _probe_files():
+        digest.update(str(path.relative_to(PROJECT_ROOT)).encode() + b"\0" + path.read_bytes())
+    if source.path:
+        # A local checkout changes under us: let cargo decide what to rebuild.
+        digest.update(str(time.time_ns()).encode())
+    return digest.hexdigest()[:16]
+
+
+def _manifest_for(source: BurnSource) -> str:
+    text = (PROJECT_ROOT / "rust_probe" / "Cargo.toml").read_text()
+    if source.version:
+        replacement = f'burn = {{ version = "={source.version}"'
+    else:
+        replacement = f"burn = {{ path = {json.dumps(str(source.path))}"
+    text, count = _BURN_DEP.subn(lambda _: replacement, text)
+    if count != 1:
+        raise Infrastructure("rust_probe/Cargo.toml: could not find its `burn = { version = ... }` line")
+    text = re.sub(r'^name = "rust_probe"$', 'name = "rust_probe_upgrade"', text, flags=re.MULTILINE)
+    # Only the library is built; the binary's `use rust_probe::...` must not be compiled.
+    return re.sub(r"\n\[\[bin\]\][^\[]*", "\n", text)
+
+
+def _prepare(folder: Path, source: BurnSource) -> None:
+    probe = folder / "rust_probe"
+    if probe.exists():
+        shutil.rmtree(probe)
+    shutil.copytree(PROJECT_ROOT / "rust_probe" / "src", probe / "src",
+                    ignore=shutil.ignore_patterns("bin"))
+    shutil.copy2(PROJECT_ROOT / "rust_probe" / "build.rs", probe / "build.rs")
+    (probe / "Cargo.toml").write_text(_manifest_for(source))
+    shutil.copy2(PROJECT_ROOT / "Cargo.toml", folder / "Cargo.toml")
+    shutil.copy2(PROJECT_ROOT / "Cargo.lock", folder / "Cargo.lock")
+
+
+def _first_errors(stderr: str) -> list[str]:
+    """The first compiler errors of a `--message-format short` build (one line
+    each, `file:line:col: error...`), or, when cargo failed before compiling
+    (e.g. a feature the release lacks), the first lines of its explanation."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    chosen = [line for line in lines if re.match(r"^\S+:\d+:\d+: error", line)]
+    if not chosen:
+        chosen = [line for line in lines
+                  if not re.match(r"(Updating|Compiling|Downloaded|Downloading|Locking|Adding|Blocking|warning)\b", line)]
+    return [e if len(e) <= 300 else e[:297] + "..." for e in chosen[:MAX_ERRORS]]
+
+
+def _burn_family(lock: Path) -> dict[str, str]:
+    text = lock.read_text() if lock.exists() else ""
+    found = re.findall(r'\[\[package\]\]\nname = "(burn(?:-[a-z0-9-]+)?)"\nversion = "([^"]+)"\nsource = "registry', text)
+    return dict(sorted(found))
+
+
+def _pin_family(folder: Path, version: str, env: dict) -> list[str]:
+    """Move every burn-* crate of the lock to `version` too.
+
+    burn's crates depend on each other with caret requirements, so `burn =
+    "=0.22.0"` alone still compiles 0.22.1's burn-core, burn-autodiff, ...: the
+    release would not be the one under test. cargo moves a crate only when no
+    other locked crate needs the newer one, so this asks for all of them at
+    once, round after round, until nothing moves. Crates that cannot be moved
+    (e.g. one the release does not have) are returned as warnings."""
+    for _ in range(10):
+        behind = {n: v for n, v in _burn_family(folder / "Cargo.lock").items() if v != version}
+        if not behind:
+            return []
+        specs = [arg for name, current in behind.items() for arg in ("-p", f"{name}@{current}")]
+        out = subprocess.run(["cargo", "update", *specs, "--precise", version],
+                             cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+        after = _burn_family(folder / "Cargo.lock")
+        if all(after.get(name) == current for name, current in behind.items()):
+            break  # nothing moved
+    behind = {n: v for n, v in _burn_family(folder / "Cargo.lock").items() if v != version}
+    last = out.stderr.strip().splitlines()[-1] if behind and out.stderr.strip() else ""
+    return [f"{name} stays at {current}" + (f": {last}" if last else "") for name, current in behind.items()]
+
+
+def build(source: BurnSource, progress=lambda text: None) -> BuildResult:
+    folder = CACHE / "upgrade" / source.slug
+    key = build_key(source)
+    record_path = folder / "build.json"
+    if record_path.exists():
+        try:
+            previous = BuildResult(**json.loads(record_path.read_text()))
+        except (TypeError, ValueError):
+            previous = None
+        if previous and previous.key == key and (not previous.ok or Path(previous.probe or "").is_file()):
+            previous.cached = True
+            return previous
+
+    folder.mkdir(parents=True, exist_ok=True)
+    _prepare(folder, source)
+    env = {**os.environ, "CARGO_TARGET_DIR": str(target_dir()), "PYO3_PYTHON": sys.executable}
+    command = ["cargo", "rustc", "--release", "-p", "rust_probe_upgrade", "--lib", "--features", "python",
+               "--crate-type", "cdylib", "--message-format", "short"]
+    started = time.monotonic()
+    warnings: list[str] = []
+    if source.version:
+        progress(f"pinning every burn crate in {folder / 'Cargo.lock'} to {source.version}")
+        warnings = _pin_family(folder, source.version, env)
+    progress(f"building the probe against burn {source.label} in {folder} (a cold build takes minutes)")
+    try:
+        out = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=3600)
+    except FileNotFoundError:
+        raise Infrastructure("cargo is not installed: install Rust (1.95 or newer)") from None
+    except subprocess.TimeoutExpired:
+        raise Infrastructure(f"the probe build against burn {source.label} took over an hour") from None
+    seconds = time.monotonic() - started
+    family = _burn_family(folder / "Cargo.lock")
+    locked = family.get("burn")
+    if source.version and locked != source.version:
+        locked = None  # cargo never got as far as locking the requested release
+    result = BuildResult(source=source.label, ok=out.returncode == 0, key=key, folder=str(folder),
+                         burn=locked, seconds=round(seconds, 1), burn_family=family, warnings=warnings)
+    if result.ok:
+        built = target_dir() / PROFILE / "librust_probe_upgrade.so"
+        if not built.is_file():
+            raise Infrastructure(f"cargo reported success but {built} is missing")
+        probe = folder / "_probe.abi3.so"
+        shutil.copy2(built, probe)
+        result.probe = str(probe)
+    else:
+        result.errors = _first_errors(out.stderr)
+        (folder / "build-stderr.txt").write_text(out.stderr)
+    write_json(record_path, asdict(result))
+    return result

@@ -1,0 +1,104 @@
+"""Put every burn run seen on two sides (before/after an upgrade) in one class.
+
+Crater-style: each run gets exactly one class, the first that applies in this
+order, and keeps every finding that led there:
+
+- ``build-break``: the probe did not compile against one side;
+- ``fixed``: a torch-vs-burn difference disappeared (a property that differed
+  from torch on the old side is the same on the new one: the workaround may go);
+- ``new difference``: a property that matched torch now differs;
+- ``outcome changed``: outcome, panic step or panic text changed;
+- ``performance changed``: by the rule of ``runner.compare``;
+- ``same``.
+
+A run is compared with torch through every pair of its case that names it
+and through the torch run of the same mode, on the properties pairs use
+(outcome, tracked, grows, rss_grows).
+"""
+
+from __future__ import annotations
+
+from ..cases import PAIR_PROPERTIES, Case
+from ..compare import performance_change
+from ..metrics import properties
+
+CLASSES = ("build-break", "fixed", "new difference", "outcome changed", "performance changed", "same")
+
+
+def _comparisons(case: Case, key: str) -> list[str]:
+    """The torch runs this burn run is compared with."""
+    others = [p.a if p.b == key else p.b for p in case.pairs if key in (p.a, p.b)]
+    same_mode = "torch/" + key.split("/", 1)[1]
+    if case.run(same_mode) is not None:
+        others.append(same_mode)
+    return sorted({o for o in others if o.startswith("torch/")})
+
+
+def _panic_view(record: dict) -> tuple:
+    panic = record.get("panic") or {}
+    return record.get("outcome"), panic.get("step"), panic.get("message")
+
+
+def classify_run(case: Case, key: str, before: dict, after: dict, torch: dict[str, dict]) -> dict:
+    findings: dict[str, list[str]] = {c: [] for c in CLASSES}
+    props_before = properties(before, before["metrics"], case)
+    props_after = properties(after, after["metrics"], case)
+    for other in _comparisons(case, key):
+        if other not in torch:
+            continue
+        t = torch[other]
+        pt = properties(t, t["metrics"], case)
+        for prop in PAIR_PROPERTIES:
+            if None in (pt[prop], props_before[prop], props_after[prop]):
+                continue
+            was, now = props_before[prop] == pt[prop], props_after[prop] == pt[prop]
+            change = f"{prop}: {props_before[prop]} -> {props_after[prop]} (torch {other.split('/')[1]}: {pt[prop]})"
+            if not was and now:
+                findings["fixed"].append(f"vs {other}: no longer differs in {change}")
+            elif was and not now:
+                findings["new difference"].append(f"vs {other}: now differs in {change}")
+    if _panic_view(before) != _panic_view(after):
+        (o1, s1, m1), (o2, s2, m2) = _panic_view(before), _panic_view(after)
+        parts = []
+        if o1 != o2:
+            parts.append(f"outcome {o1} -> {o2}")
+        if s1 != s2:
+            parts.append(f"panic step {s1} -> {s2}")
+        if m1 != m2:
+            parts.append(f"panic text {m1!r} -> {m2!r}")
+        findings["outcome changed"].append("; ".join(parts))
+    perf = performance_change(before, after)
+    if perf["changed"]:
+        moved = [f"{name} window median x{w['factor']:.2f} (p={w['p_value']:.1e})"
+                 for name, w in perf["windows"].items() if w["changed"]]
+        findings["performance changed"].append(", ".join(moved))
+    klass = next((c for c in CLASSES[1:-1] if findings[c]), "same")
+    return {
+        "case": case.name, "run": key, "class": klass,
+        "findings": [f"{c}: {text}" for c in CLASSES for text in findings[c]],
+        "performance": perf,
+        "before": {"outcome": before.get("outcome"), "panic": before.get("panic"),
+                   "metrics": before.get("metrics"), "properties": props_before},
+        "after": {"outcome": after.get("outcome"), "panic": after.get("panic"),
+                  "metrics": after.get("metrics"), "properties": props_after},
+    }
+
+
+def classify(cases: list[Case], before: dict | None, after: dict | None,
+             torch: dict, build_errors: dict[str, list[str]]) -> list[dict]:
+    """`before`/`after`: burn records keyed by (case, run key), or None for a side
+    whose probe did not build; `torch`: torch records keyed the same way."""
+    out = []
+    for case in cases:
+        torch_runs = {k: r for (c, k), r in torch.items() if c == case.name}
+        for spec in case.runs:
+            if spec.framework != "burn":
+                continue
+            if before is None or after is None:
+                out.append({"case": case.name, "run": spec.key, "class": "build-break",
+                            "findings": [f"build-break: burn {side}: {errors[0] if errors else 'failed'}"
+                                         for side, errors in build_errors.items()]})
+                continue
+            out.append(classify_run(case, spec.key, before[(case.name, spec.key)],
+                                    after[(case.name, spec.key)], torch_runs))
+    return out

@@ -1,0 +1,164 @@
+"""`python3 -m runner upgrade-check [--from VERSION] [--to VERSION|latest|PATH]`.
+
+Builds the probe against both burn sources (own folders, cached), runs the
+torch side of every case once (torch does not depend on burn) and the burn
+side once per source, judges each side like `check` does, and classifies
+every burn run (see `classify`). Exit: 0 no change, 1 behaviour change,
+2 bad input, 3 build-break or infrastructure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections import Counter
+from pathlib import Path
+
+from .. import cases as case_files
+from ..atomic import write_json, write_text
+from ..cli import _positive_float, _positive_int, load_selected
+from ..compare import RULE
+from ..engine import PROBE_PATH_ENV, judge, run_all
+from ..results import SCHEMA_VERSION, document, now
+from ..terminal import ConsoleReporter
+from . import build as probe_build
+from . import sources
+from .classify import CLASSES, classify
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cases", nargs="*", metavar="CASE",
+                        help="case name or file; default: every case")
+    parser.add_argument("--from", dest="from_source", metavar="VERSION",
+                        help="burn version before the upgrade (default: the pinned one, from rust_probe/Cargo.toml)")
+    parser.add_argument("--to", dest="to_source", default="latest", metavar="VERSION|latest|PATH",
+                        help="burn version after the upgrade: a version, 'latest' (the newest the registry has, "
+                             "pre-releases included, as `cargo info burn` reports it) or a local burn checkout")
+    parser.add_argument("--steps", type=_positive_int, metavar="N", help="override the cases' step count")
+    parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per-run timeout in seconds")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="where upgrade.json, upgrade.md and both sides' results go "
+                             "(default: results/upgrade-FROM-to-TO)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _only(cases: list[case_files.Case], framework: str) -> list[case_files.Case]:
+    selected = [case_files.select(c, [framework], None) for c in cases]
+    return [c for c in selected if c.runs]
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in ".-" else "_" for ch in text)[-60:]
+
+
+def run(args: argparse.Namespace) -> int:
+    before_src = sources.parse(args.from_source or sources.pinned_version(), "--from")
+    after_src = sources.parse(args.to_source, "--to")
+    args.framework, args.mode = None, None
+    cases = load_selected(args)
+    before_src, after_src = sources.resolve(before_src), sources.resolve(after_src)
+    _say(f"upgrade check: burn {before_src.label} -> {after_src.label}")
+
+    builds = {}
+    for side, source in (("from", before_src), ("to", after_src)):
+        result = probe_build.build(source, _say)
+        how = "cached" if result.cached else f"{result.seconds:.0f} s"
+        _say(f"  probe against burn {source.label}: {'built' if result.ok else 'BUILD FAILED'} ({how})")
+        for error in result.errors:
+            _say(f"    {error}")
+        builds[side] = result
+
+    reporter = ConsoleReporter(verbose=not args.quiet)
+    started = now()
+    burn_cases, torch_cases = _only(cases, "burn"), _only(cases, "torch")
+    broken = any(not b.ok for b in builds.values())
+    if broken:
+        _say("a side did not build: every burn run is a build-break; nothing is run")
+    torch_records = run_all(torch_cases, reporter) if torch_cases and not broken else {}
+    side_records: dict[str, dict | None] = {}
+    side_docs: dict[str, dict | None] = {}
+    for side, result in builds.items():
+        if broken:
+            side_records[side] = side_docs[side] = None
+            continue
+        _say(f"burn {result.source}:")
+        records = run_all(burn_cases, reporter, env={PROBE_PATH_ENV: result.probe})
+        side_records[side] = records
+        runs, expectations, skipped = judge(cases, {**torch_records, **records})
+        side_docs[side] = document(runs, expectations, started, now(), skipped)
+
+    errors = {b.source: b.errors for b in builds.values() if not b.ok}
+    classes = classify(cases, side_records["from"], side_records["to"], torch_records, errors)
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "upgrade-check",
+        "from": dataclasses.asdict(builds["from"]),
+        "to": dataclasses.asdict(builds["to"]),
+        "rule": RULE,
+        "torch_runs": "run once and shared by both sides: torch does not depend on burn",
+        "counts": dict(Counter(c["class"] for c in classes)),
+        "runs": classes,
+    }
+    out = args.out or Path("results") / f"upgrade-{_slug(before_src.label)}-to-{_slug(after_src.label)}"
+    for side, doc in side_docs.items():
+        if doc is not None:
+            write_json(out / f"results-{side}.json", doc)
+    write_json(out / "upgrade.json", report)
+    markdown = render_markdown(report)
+    write_text(out / "upgrade.md", markdown)
+    print(render_table(report))
+    print(f"written: {out / 'upgrade.json'}, {out / 'upgrade.md'}")
+
+    if errors:
+        return 3
+    return 0 if all(c["class"] == "same" for c in classes) else 1
+
+
+def _grouped(report: dict):
+    for klass in CLASSES:
+        rows = [r for r in report["runs"] if r["class"] == klass]
+        if rows:
+            yield klass, rows
+
+
+def render_table(report: dict) -> str:
+    src, dst = report["from"], report["to"]
+    lines = [f"burn {src['source']} -> {dst['source']}"]
+    for side in (src, dst):
+        state = "ok" if side["ok"] else "BUILD FAILED"
+        timing = "cached" if side["cached"] else f"{side['seconds']:.0f} s"
+        lines.append(f"  probe vs burn {side['source']} (lock: {side['burn']}): {state}, {timing}")
+        lines += [f"    {e}" for e in side["errors"]]
+    for klass, rows in _grouped(report):
+        lines.append(f"\n{klass} ({len(rows)})")
+        for row in rows:
+            lines.append(f"  {row['case']} {row['run']}")
+            lines += [f"    - {f}" for f in row["findings"]]
+    lines.append(f"\nperformance rule: {report['rule']}")
+    return "\n".join(lines)
+
+
+def render_markdown(report: dict) -> str:
+    src, dst = report["from"], report["to"]
+    lines = [f"## Upgrade check: burn {src['source']} → {dst['source']}", "",
+             "| side | burn (lock) | probe build |", "|---|---|---|"]
+    for side in (src, dst):
+        state = "ok" if side["ok"] else "**build-break**"
+        timing = "cached" if side["cached"] else f"{side['seconds']:.0f} s"
+        lines.append(f"| {side['source']} | {side['burn']} | {state} ({timing}) |")
+    for side in (src, dst):
+        if side["errors"]:
+            lines += ["", f"First compiler errors against burn {side['source']}:", "", "```"]
+            lines += side["errors"] + ["```"]
+    lines += ["", "| class | case | run | findings |", "|---|---|---|---|"]
+    for klass, rows in _grouped(report):
+        for row in rows:
+            findings = "<br>".join(f.replace("|", "\\|") for f in row["findings"]) or "—"
+            lines.append(f"| {klass} | {row['case']} | {row['run']} | {findings} |")
+    lines += ["", f"Performance rule: {report['rule']}.", f"torch: {report['torch_runs']}.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""Which burn a side of the upgrade check builds against: a published version,
+`latest` (the newest version the registry has, as `cargo info` reports it), or
+a local checkout. Validated before anything reaches a manifest."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BadInput, Infrastructure
+from ..execute import PROJECT_ROOT
+from ..semver import is_version
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
+
+
+@dataclass(frozen=True)
+class BurnSource:
+    version: str | None = None  # a published version, or
+    path: Path | None = None  # the folder of a local burn crate
+
+    @property
+    def label(self) -> str:
+        return self.version if self.version else f"path:{self.path}"
+
+    @property
+    def slug(self) -> str:
+        if self.version:
+            return f"burn-{self.version}"
+        import hashlib
+
+        return "burn-path-" + hashlib.sha256(str(self.path).encode()).hexdigest()[:12]
+
+
+def pinned_version() -> str:
+    """The burn version the project pins (rust_probe/Cargo.toml, `=X.Y.Z`)."""
+    manifest = tomllib.loads((PROJECT_ROOT / "rust_probe" / "Cargo.toml").read_text())
+    requirement = manifest["dependencies"]["burn"]["version"]
+    return requirement.lstrip("=")
+
+
+def _burn_crate_dir(folder: Path) -> Path | None:
+    for candidate in (folder, folder / "crates" / "burn"):
+        manifest = candidate / "Cargo.toml"
+        if manifest.is_file():
+            try:
+                name = tomllib.loads(manifest.read_text()).get("package", {}).get("name")
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+                continue
+            if name == "burn":
+                return candidate.resolve()
+    return None
+
+
+def parse(argument: str, option: str) -> BurnSource | str:
+    """A source from --from/--to; the string "latest" is returned as is."""
+    if argument == "latest":
+        return "latest"
+    if is_version(argument):
+        return BurnSource(version=argument)
+    folder = Path(argument)
+    if argument and folder.is_dir():
+        crate = _burn_crate_dir(folder)
+        if crate is None:
+            raise BadInput(f"{option} {argument}: the folder holds no Cargo.toml of the burn crate "
+                           "(looked at ./Cargo.toml and ./crates/burn/Cargo.toml)")
+        return BurnSource(path=crate)
+    raise BadInput(f"{option} {argument!r}: not a semantic version (e.g. 0.22.0 or 0.23.0-pre.1), "
+                   "'latest', or an existing folder holding burn's Cargo.toml")
+
+
+_VERSION_LINE = re.compile(r"^version:\s*(\S+)", re.MULTILINE)
+
+
+def _cargo_info(spec: str) -> subprocess.CompletedProcess:
+    # Outside any workspace: inside this one, `cargo info burn` reports the
+    # locked version instead of the registry's newest.
+    try:
+        with tempfile.TemporaryDirectory(prefix="burn-info-") as neutral:
+            return subprocess.run(["cargo", "info", spec], capture_output=True, text=True, timeout=300,
+                                  cwd=neutral)
+    except FileNotFoundError:
+        raise Infrastructure("cargo is not installed: install Rust (1.95 or newer)") from None
+    except subprocess.TimeoutExpired:
+        raise Infrastructure(f"`cargo info {spec}` did not answer within 300 s") from None
+
+
+def resolve(source: BurnSource | str) -> BurnSource:
+    """Ask the registry: `latest` becomes a version; a version must exist (exit 3 if not)."""
+    if source == "latest":
+        out = _cargo_info("burn")
+        match = _VERSION_LINE.search(out.stdout)
+        if out.returncode != 0 or not match:
+            raise Infrastructure(f"could not ask the registry for burn's newest version: {out.stderr.strip()[-500:]}")
+        return BurnSource(version=match.group(1))
+    if source.version:
+        out = _cargo_info(f"burn@{source.version}")
+        if out.returncode != 0:
+            detail = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no answer"
+            raise Infrastructure(f"burn {source.version} is not available from the registry: {detail}")
+    return source

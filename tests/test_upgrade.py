@@ -1,0 +1,226 @@
+"""The upgrade check: argument validation, the build folder, classification,
+and real runs (a same-version check, and a build-break against a stand-in
+burn crate that cannot build the probe)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner import cases
+from runner.errors import BadInput
+from runner.metrics import compute
+from runner.upgrade import build as probe_build
+from runner.upgrade import sources
+from runner.upgrade.classify import classify
+
+try:
+    import tomllib
+except ModuleNotFoundError:
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args, cache: Path | None = None, timeout=1800):
+    env = dict(os.environ)
+    if cache is not None:
+        # Build folders in the test's own cache; compiled crates from the shared target dir.
+        env["RUNNER_CACHE"] = str(cache)
+        env["CARGO_TARGET_DIR"] = str(probe_build.target_dir())
+    return subprocess.run([sys.executable, "-m", "runner", "upgrade-check", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def git_status():
+    return subprocess.run(["git", "status", "--porcelain", "Cargo.toml", "Cargo.lock", "rust_probe"],
+                          cwd=ROOT, capture_output=True, text=True).stdout
+
+
+# ---- arguments --------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["0.22.0", "0.23.0-pre.1", "1.0.0+build.5", "10.20.30"])
+def test_versions_are_accepted(text):
+    assert sources.parse(text, "--to") == sources.BurnSource(version=text)
+
+
+def test_latest_is_kept_for_the_registry():
+    assert sources.parse("latest", "--to") == "latest"
+
+
+@pytest.mark.parametrize("text", ["0.22", "v0.22.1", '0.22.1"', "0.22.1\n", "0.22.1 ", "0 .22.1",
+                                  "=0.22.1", "0.22.1, path = \"/etc\"", "", "latest\n", "01.2.3"])
+def test_anything_else_is_bad_input_and_never_reaches_a_manifest(text):
+    with pytest.raises(BadInput, match="not a semantic version"):
+        sources.parse(text, "--to")
+
+
+def test_a_folder_must_hold_burns_manifest(tmp_path):
+    with pytest.raises(BadInput, match="holds no Cargo.toml of the burn crate"):
+        sources.parse(str(tmp_path), "--to")
+    crate = tmp_path / "crates" / "burn"
+    crate.mkdir(parents=True)
+    (crate / "Cargo.toml").write_text('[package]\nname = "burn"\nversion = "0.99.0"\n')
+    assert sources.parse(str(tmp_path), "--to") == sources.BurnSource(path=crate.resolve())
+
+
+def test_pinned_version_is_read_from_the_probe_manifest():
+    assert sources.pinned_version() == "0.22.1"
+
+
+def test_bad_version_exits_2_and_touches_nothing():
+    before = git_status()
+    out = run_cli("--to", '0.22.1"\n[patch]')
+    assert out.returncode == 2, out.stderr
+    assert "--to" in out.stderr and "not a semantic version" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert git_status() == before
+
+
+def test_a_version_the_registry_lacks_exits_3():
+    out = run_cli("--to", "99.0.0", "--steps", "400")
+    assert out.returncode == 3, out.stderr
+    assert "burn 99.0.0 is not available from the registry" in out.stderr
+
+
+# ---- the build folder -----------------------------------------------------------
+
+def test_manifest_copy_pins_the_version_and_renames_the_package():
+    manifest = tomllib.loads(probe_build._manifest_for(sources.BurnSource(version="0.22.0")))
+    assert manifest["package"]["name"] == manifest["lib"]["name"] == "rust_probe_upgrade"
+    assert manifest["dependencies"]["burn"]["version"] == "=0.22.0"
+    assert manifest["dependencies"]["burn"]["features"] == ["std", "flex", "autodiff", "optim"]
+    assert "bin" not in manifest
+
+
+def test_manifest_copy_for_a_path_escapes_it(tmp_path):
+    odd = tmp_path / 'with "quote" and space'
+    manifest = tomllib.loads(probe_build._manifest_for(sources.BurnSource(path=odd)))
+    assert manifest["dependencies"]["burn"]["path"] == str(odd)
+    assert "version" not in manifest["dependencies"]["burn"]
+
+
+# ---- classification -----------------------------------------------------------
+
+CASE = cases.load_case(cases.resolve("p10_ema"))
+
+
+def rec(step_ms, tracked, outcome="ok", panic=None, rss=0.0, framework="burn"):
+    n = len(step_ms)
+    r = {"framework": framework, "outcome": outcome, "panic": panic, "step_ms": step_ms,
+         "checkpoints": [{"step": n, "ms_per_step": step_ms[-1], "rss_delta_mib": 1.0, "tracked": tracked}],
+         "rss_samples": [[s, rss * s] for s in range(100, n + 1, 100)]}
+    r["metrics"] = compute(r, CASE)
+    return r
+
+
+FLAT = [1.0 + 0.01 * (i % 7) for i in range(2000)]
+GROWING = [1.0 + 0.02 * i for i in range(2000)]
+PANIC = {"message": "graph tape has already been consumed", "step": 3, "phase": "backward"}
+
+
+def torch_side():
+    return {("p10_ema", f"torch/{m}"): rec(FLAT, False, framework="torch")
+            for m in ("detach", "target", "log", "ema-only")}
+
+
+def burn_side(**overrides):
+    side = {("p10_ema", f"burn/{m}"): rec(FLAT, m in ("detach", "log", "ema-only"))
+            for m in ("without", "target-without", "log", "ema-only")}
+    side[("p10_ema", "burn/detach")] = rec(GROWING, True, rss=0.002)
+    side[("p10_ema", "burn/target")] = rec(FLAT[:2], True, outcome="panic", panic=PANIC)
+    for mode, record in overrides.items():
+        side[("p10_ema", f"burn/{mode}")] = record
+    return side
+
+
+def classes_of(result):
+    return {row["run"]: row["class"] for row in result}
+
+
+def test_the_same_behaviour_is_same_everywhere():
+    result = classify([CASE], burn_side(), burn_side(), torch_side(), {})
+    assert set(classes_of(result).values()) == {"same"}
+
+
+def test_detach_no_longer_tracked_is_fixed():
+    fixed = burn_side(detach=rec(FLAT, False))
+    result = classify([CASE], burn_side(), fixed, torch_side(), {})
+    assert classes_of(result)["burn/detach"] == "fixed"
+    row = next(r for r in result if r["run"] == "burn/detach")
+    assert any("no longer differs in tracked: True -> False" in f for f in row["findings"])
+    assert any(f.startswith("performance changed") for f in row["findings"])
+
+
+def test_target_no_longer_panicking_is_fixed_and_its_outcome_change_is_listed():
+    result = classify([CASE], burn_side(), burn_side(target=rec(FLAT, False)), torch_side(), {})
+    row = next(r for r in result if r["run"] == "burn/target")
+    assert row["class"] == "fixed"
+    assert any("outcome panic -> ok" in f for f in row["findings"])
+
+
+def test_without_starting_to_track_is_a_new_difference():
+    result = classify([CASE], burn_side(), burn_side(without=rec(FLAT, True)), torch_side(), {})
+    assert classes_of(result)["burn/without"] == "new difference"
+
+
+def test_panic_step_or_text_change_is_an_outcome_change():
+    moved = dict(PANIC, step=2)
+    result = classify([CASE], burn_side(), burn_side(target=rec(FLAT[:1], True, "panic", moved)), torch_side(), {})
+    row = next(r for r in result if r["run"] == "burn/target")
+    assert row["class"] == "outcome changed" and "panic step 3 -> 2" in row["findings"][0]
+
+
+def test_a_slower_flat_run_is_a_performance_change():
+    slower = rec([3 * x for x in FLAT], False)
+    result = classify([CASE], burn_side(), burn_side(without=slower), torch_side(), {})
+    assert classes_of(result)["burn/without"] == "performance changed"
+
+
+def test_a_side_that_did_not_build_is_a_build_break_for_every_burn_run():
+    result = classify([CASE], burn_side(), None, torch_side(), {"0.21.0": ["src/p10.rs:1:5: error[E0432]: x"]})
+    assert len(result) == 6 and set(classes_of(result).values()) == {"build-break"}
+    assert "error[E0432]" in result[0]["findings"][0]
+
+
+# ---- real runs ------------------------------------------------------------------
+
+def test_same_version_on_both_sides_is_all_same(tmp_path):
+    out = run_cli("p10_ema", "--from", "0.22.1", "--to", "0.22.1", "--steps", "450", "-q",
+                  "--out", str(tmp_path))
+    report = json.loads((tmp_path / "upgrade.json").read_text())
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert report["counts"] == {"same": 6}
+    assert report["from"]["burn"] == report["to"]["burn"] == "0.22.1"
+    assert (tmp_path / "results-from.json").exists() and (tmp_path / "results-to.json").exists()
+    assert "| same | p10_ema | burn/detach |" in (tmp_path / "upgrade.md").read_text()
+
+
+def test_a_burn_that_cannot_build_the_probe_is_reported_cleanly(tmp_path):
+    fake = tmp_path / "fake-burn"
+    (fake / "src").mkdir(parents=True)
+    (fake / "Cargo.toml").write_text(
+        '[package]\nname = "burn"\nversion = "0.0.1"\nedition = "2021"\n\n'
+        '[features]\nstd = []\nflex = []\nautodiff = []\noptim = []\n')
+    (fake / "src" / "lib.rs").write_text("// a stand-in burn with none of the API the probe uses\n")
+    out = run_cli("p10_ema", "--from", "0.22.1", "--to", str(fake), "--steps", "450", "-q",
+                  "--out", str(tmp_path / "out"), cache=tmp_path / "cache")
+    assert out.returncode == 3, out.stdout + out.stderr
+    report = json.loads((tmp_path / "out" / "upgrade.json").read_text())
+    assert report["to"]["ok"] is False and report["from"]["ok"] is True
+    assert 1 <= len(report["to"]["errors"]) <= probe_build.MAX_ERRORS
+    assert any("error" in e and "burn" in e for e in report["to"]["errors"]), report["to"]["errors"]
+    assert report["counts"] == {"build-break": 6}
+    assert "BUILD FAILED" in out.stdout and "build-break (6)" in out.stdout
+
+
+def test_latest_asks_the_registry_not_this_workspaces_lock():
+    # Inside this workspace `cargo info burn` answers with the locked 0.22.1;
+    # the registry has newer ones (0.23.0-pre.1 when this was written).
+    from runner.semver import Version
+
+    resolved = sources.resolve("latest")
+    assert Version(resolved.version) > Version("0.22.1")
