@@ -8,10 +8,12 @@ its case), over the per-step samples of that window in the two runs:
                   and the medians differ by more than a factor MIN_FACTOR
 
 The test alone is not enough: a few hundred per-step samples make even a 2 %
-shift "significant", and on a shared 2-core VM whole runs shift by 20-30 %
-(measured with `runner.probe_overhead`: the same binary's per-run medians
-spread that much). The factor floor keeps machine noise out; the test keeps a
-large but erratic difference of a few samples out.
+shift "significant", and on the shared 2-core VM this was written on, whole
+runs of the same binary drift with the host: per-run medians of one mode were
+seen 1.3x apart minutes apart, and an upgrade check of 0.22.1 against itself
+saw the log and target-without windows move 1.6-1.74x between two runs.
+The factor floor (2x) keeps that machine noise out, well below p10's growth
+(25-30x); the test keeps a large but erratic difference of a few samples out.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 from scipy import stats
 
 ALPHA = 1e-3
-MIN_FACTOR = 1.5
+MIN_FACTOR = 2.0
 RULE = (f"per window (reference, last): Mann-Whitney U two-sided p < {ALPHA:g} on the per-step "
         f"times and medians differing by more than a factor {MIN_FACTOR:g}")
 

@@ -254,7 +254,7 @@ def render(report: Report) -> str:
         for m in report.machines:
             if any(r["case"] == case for r in m.doc["runs"]):
                 parts.append(_checkpoint_table(case, m))
-        parts.append("<h3>torch vs burn</h3>" + _pair_tables(report, case) + "</section>")
+        parts.append("<h3>Pairs (torch vs burn, and burn against its own fix)</h3>" + _pair_tables(report, case) + "</section>")
     parts.append(_footer(report))
     parts.append("</body></html>\n")
     return "\n".join(parts)

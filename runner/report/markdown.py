@@ -79,7 +79,7 @@ def render(report: Report) -> str:
         rows.append(row)
     out += _table(header, rows)
 
-    out += ["", "## torch vs burn pairs", ""]
+    out += ["", "## Pairs", ""]
     rows = []
     for case in report.cases():
         for pair in report.pairs(case):

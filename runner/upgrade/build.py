@@ -31,7 +31,7 @@ from .sources import BurnSource
 CACHE = Path(os.environ.get("RUNNER_CACHE", Path.home() / ".cache" / "burn-torch-diff"))
 PROFILE = "release"
 # Bump when the way a side is built changes, so cached builds are redone.
-RECIPE = 3
+RECIPE = 4
 MAX_ERRORS = 5
 _BURN_DEP = re.compile(r'^burn\s*=\s*\{\s*version\s*=\s*"[^"]*"', re.MULTILINE)
 

@@ -80,15 +80,21 @@ def run(args: argparse.Namespace) -> int:
     if broken:
         _say("a side did not build: every burn run is a build-break; nothing is run")
     torch_records = run_all(torch_cases, reporter) if torch_cases and not broken else {}
-    side_records: dict[str, dict | None] = {}
+    side_records: dict[str, dict | None] = {side: None if broken else {} for side in builds}
+    if not broken:
+        # Interleaved, run by run (from, to, from, to, ...), so that the host's
+        # drift over minutes falls on both sides alike instead of on one.
+        for case in burn_cases:
+            for spec in case.runs:
+                one = case_files.select(case, ["burn"], [spec.mode])
+                for side, result in builds.items():
+                    _say(f"burn {result.source}:")
+                    side_records[side].update(run_all([one], reporter, env={PROBE_PATH_ENV: result.probe}))
     side_docs: dict[str, dict | None] = {}
-    for side, result in builds.items():
-        if broken:
-            side_records[side] = side_docs[side] = None
+    for side, records in side_records.items():
+        if records is None:
+            side_docs[side] = None
             continue
-        _say(f"burn {result.source}:")
-        records = run_all(burn_cases, reporter, env={PROBE_PATH_ENV: result.probe})
-        side_records[side] = records
         runs, expectations, skipped = judge(cases, {**torch_records, **records})
         side_docs[side] = document(runs, expectations, started, now(), skipped)
 
@@ -132,7 +138,7 @@ def render_table(report: dict) -> str:
     for side in (src, dst):
         state = "ok" if side["ok"] else "BUILD FAILED"
         timing = "cached" if side["cached"] else f"{side['seconds']:.0f} s"
-        lines.append(f"  probe vs burn {side['source']} (lock: {side['burn']}): {state}, {timing}")
+        lines.append(f"  probe vs burn {side['source']} (lock: {side['burn'] or 'not locked'}): {state}, {timing}")
         lines += [f"    {e}" for e in side["errors"]]
     for klass, rows in _grouped(report):
         lines.append(f"\n{klass} ({len(rows)})")
@@ -150,7 +156,7 @@ def render_markdown(report: dict) -> str:
     for side in (src, dst):
         state = "ok" if side["ok"] else "**build-break**"
         timing = "cached" if side["cached"] else f"{side['seconds']:.0f} s"
-        lines.append(f"| {side['source']} | {side['burn']} | {state} ({timing}) |")
+        lines.append(f"| {side['source']} | {side['burn'] or 'not locked'} | {state} ({timing}) |")
     for side in (src, dst):
         if side["errors"]:
             lines += ["", f"First compiler errors against burn {side['source']}:", "", "```"]
