@@ -37,7 +37,7 @@ def test_two_real_runs_of_one_machine_are_compared(tmp_path, capsys):
     assert json.loads((history / entries[0]).read_text()) == load(SAMPLE_1)
 
     md = (out / "report.md").read_text()
-    assert f"compared with `{entries[0]}` (burn 0.22.1, commit 2a4b3d9e6e): 12 change(s)" in md
+    assert f"compared with `{entries[0]}` (burn 0.22.1, commit 2a4b3d9e6e): 11 change(s)" in md
     # what really changed between the two runs: torch's RSS growth came back under 1 MiB/1000 steps...
     assert ("expectation flipped: p10_ema torch/detach rss_growth_mib_per_1000: does not hold -> holds "
             "(expected <= 1; observed 1.96 -> -0.815)") in md
@@ -46,10 +46,10 @@ def test_two_real_runs_of_one_machine_are_compared(tmp_path, capsys):
     assert ("expectation changed: p10_ema burn/log slowdown_ratio: expected <= 1.5 -> expected <= 2 "
             "(holds both times; observed 1.01 -> 0.933)") in md
     assert md.count("expectation changed") == 8
-    # ...and burn's ema-only step (0.1 ms) ran 1.6x faster in the reference window
-    assert "step time changed: p10_ema burn/ema-only (reference window median): 0.142 ms -> 0.0867 ms" in md
-    assert md.count("step time changed") == 1
-    assert "ATTENTION: 12 changes since the previous run" in capsys.readouterr().out
+    # ...while burn's ema-only step (0.1 ms) ran 1.64x faster in the reference window:
+    # under the rule's 2x floor (machine drift), so not a change
+    assert md.count("step time changed") == 0
+    assert "ATTENTION: 11 changes since the previous run" in capsys.readouterr().out
 
 
 def test_nothing_changed_and_all_hold_exits_0(tmp_path):
