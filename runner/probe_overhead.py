@@ -1,9 +1,17 @@
-"""What driving the burn loop from Python costs: `python -m runner.probe_overhead`.
+"""What driving the burn loop from Python costs: `python3 -m runner.probe_overhead`.
 
 For each p10 mode, runs the native `p10` binary and the same loop through the
-Python module (in a runner worker, as `check` does), alternating, and compares
+Python module (in a runner worker, as `check` does), interleaved, and compares
 the median per-step time over the steady-state window (after warm-up). Both
 call the one `rust_probe::p10::run`, so the ratio should sit near 1.
+
+`--malloc fixed` (the default) gives both processes the same glibc malloc
+settings (MALLOC_MMAP_THRESHOLD_=64 MiB, MALLOC_TRIM_THRESHOLD_=128 MiB). With
+glibc's defaults the threshold adapts to the process's allocation history, so
+burn's 1 MiB tensors are served by mmap (page faults, zeroing) in some
+processes and from the heap in others: per-step times of the same binary
+differ up to ~2x between runs, which swamps what Python costs. `--malloc
+default` measures that as it is.
 """
 
 from __future__ import annotations
@@ -34,15 +42,19 @@ def build_native() -> Path:
     return target_dir() / "release" / "p10"
 
 
-def native(binary: Path, mode: str, steps: int) -> list[float]:
-    out = subprocess.run([str(binary), mode, str(steps), "--json"], capture_output=True, text=True)
+FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
+
+
+def native(binary: Path, mode: str, steps: int, env: dict[str, str]) -> list[float]:
+    out = subprocess.run([str(binary), mode, str(steps), "--json"], capture_output=True, text=True,
+                         env={**os.environ, **env})
     return json.loads(out.stdout)["step_ms"]
 
 
-def python_driven(mode: str, steps: int) -> list[float]:
+def python_driven(mode: str, steps: int, env: dict[str, str]) -> list[float]:
     params = {**P10_DEFAULTS, "steps": steps,
               "checkpoints": [p for p in P10_DEFAULTS["checkpoints"] if p < steps] + [steps]}
-    record = execute(RunRequest("overhead", "p10", "burn", mode, params, 3600))
+    record = execute(RunRequest("overhead", "p10", "burn", mode, params, 3600, env))
     return record.get("step_ms") or []
 
 
@@ -57,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5, help="interleaved native/python runs per mode")
     parser.add_argument("--mode", action="append", choices=MODES)
+    parser.add_argument("--malloc", choices=("fixed", "default"), default="fixed",
+                        help="glibc malloc settings for both processes (see the module docstring)")
     args = parser.parse_args(argv)
+    env = FIXED_MALLOC if args.malloc == "fixed" else {}
     binary = build_native()
+    print(f"malloc: {args.malloc} {env or ''}")
     print(f"per-step median after step {args.warmup}, {args.steps} steps, {args.repeats} interleaved runs each;")
     print("'spread' is (max - min) / median of one side's run medians: the noise floor of the comparison")
     print(f"{'mode':15} {'native ms':>10} {'python ms':>10} {'python/native':>14} {'native spread':>14} {'python spread':>14}")
@@ -66,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         nat: list[float | None] = []
         py: list[float | None] = []
         for _ in range(args.repeats):
-            nat.append(steady_median(native(binary, mode, args.steps), args.warmup))
-            py.append(steady_median(python_driven(mode, args.steps), args.warmup))
+            nat.append(steady_median(native(binary, mode, args.steps, env), args.warmup))
+            py.append(steady_median(python_driven(mode, args.steps, env), args.warmup))
             print(f"  {mode}: native {nat[-1]}, python {py[-1]}", file=sys.stderr, flush=True)
         if None in nat or None in py:
             print(f"{mode:15} {'-':>10} {'-':>10} {'-':>14}  (ends before step {args.warmup + 1})")
