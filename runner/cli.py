@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -41,7 +41,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -62,9 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--framework", action="append", choices=FRAMEWORKS,
                    help="only runs of this framework (repeatable)")
     p.add_argument("--mode", action="append", metavar="M", help="only runs of this mode (repeatable)")
-    p.add_argument("--steps", type=_positive_int, metavar="N",
+    p.add_argument("--steps", type=positive_int, metavar="N",
                    help="override the case's step count (windows must still fit)")
-    p.add_argument("--timeout", type=_positive_float, metavar="S",
+    p.add_argument("--timeout", type=positive_float, metavar="S",
                    help="per-run timeout in seconds (default: the case's execution.timeout_s)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results document here (atomically)")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import cases as case_files
 from ..atomic import write_json, write_text
-from ..cli import _positive_float, _positive_int, load_selected
+from ..cli import positive_float, positive_int, load_selected
 from ..compare import RULE
 from ..engine import PROBE_PATH_ENV, judge, run_all
 from ..results import SCHEMA_VERSION, document, now
@@ -35,8 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to", dest="to_source", default="latest", metavar="VERSION|latest|PATH",
                         help="burn version after the upgrade: a version, 'latest' (the newest the registry has, "
                              "pre-releases included, as `cargo info burn` reports it) or a local burn checkout")
-    parser.add_argument("--steps", type=_positive_int, metavar="N", help="override the cases' step count")
-    parser.add_argument("--timeout", type=_positive_float, metavar="S", help="per-run timeout in seconds")
+    parser.add_argument("--steps", type=positive_int, metavar="N", help="override the cases' step count")
+    parser.add_argument("--timeout", type=positive_float, metavar="S", help="per-run timeout in seconds")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="where upgrade.json, upgrade.md and both sides' results go "
                              "(default: results/upgrade-FROM-to-TO)")
