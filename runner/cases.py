@@ -426,6 +426,28 @@ def with_steps(case: Case, steps: int) -> Case:
     return dataclasses.replace(case, params=params)
 
 
+def load_selected(refs: list[str], steps: int | None = None, timeout: float | None = None,
+                  frameworks: list[str] | None = None, modes: list[str] | None = None) -> list[Case]:
+    """The cases named on a command line (default: every case), with the
+    overrides and filters applied; cases left without runs are dropped."""
+    refs = refs or [str(p) for p in all_cases()]
+    if not refs:
+        raise BadInput(f"no case files in {CASES_DIR}")
+    selected = []
+    for ref in refs:
+        case = load_case(resolve(ref))
+        if steps:
+            case = with_steps(case, steps)
+        if timeout:
+            case = dataclasses.replace(case, timeout_s=timeout)
+        case = select(case, frameworks, modes)
+        if case.runs:
+            selected.append(case)
+    if not selected:
+        raise BadInput("no run matches the given --framework/--mode filters")
+    return selected
+
+
 def select(case: Case, frameworks: list[str] | None, modes: list[str] | None) -> Case:
     """Only the runs of the given frameworks and modes; pairs whose ends both remain."""
     if modes:

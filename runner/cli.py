@@ -12,7 +12,6 @@ something changed); 2 bad input (case file, arguments); 3 infrastructure
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from . import cases as case_files
 from .atomic import write_json
 from .engine import check
-from .errors import BadInput, RunnerError
+from .errors import RunnerError
 from .frameworks import FRAMEWORKS
 from .terminal import ConsoleReporter, summary
 
@@ -89,27 +88,9 @@ EXTRA_COMMANDS = {
 }
 
 
-def load_selected(args: argparse.Namespace) -> list[case_files.Case]:
-    refs = args.cases or [str(p) for p in case_files.all_cases()]
-    if not refs:
-        raise BadInput(f"no case files in {case_files.CASES_DIR}")
-    selected = []
-    for ref in refs:
-        case = case_files.load_case(case_files.resolve(ref))
-        if args.steps:
-            case = case_files.with_steps(case, args.steps)
-        if args.timeout:
-            case = dataclasses.replace(case, timeout_s=args.timeout)
-        case = case_files.select(case, args.framework, args.mode)
-        if case.runs:
-            selected.append(case)
-    if not selected:
-        raise BadInput("no run matches the given --framework/--mode filters")
-    return selected
-
-
 def cmd_check(args: argparse.Namespace) -> int:
-    cases = load_selected(args)
+    cases = case_files.load_selected(args.cases, steps=args.steps, timeout=args.timeout,
+                                     frameworks=args.framework, modes=args.mode)
     doc = check(cases, ConsoleReporter(verbose=not args.quiet))
     if args.json:
         write_json(args.json, doc)

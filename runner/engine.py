@@ -20,11 +20,6 @@ from .frameworks import adapter_for
 from .metrics import compute
 from . import results
 
-# Where the burn adapter loads the probe from instead of runner._probe
-# (an extension built against another burn release, see runner.upgrade).
-PROBE_PATH_ENV = "RUNNER_PROBE_PATH"
-
-
 class Reporter(Protocol):
     def run_started(self, index: int, total: int, case: Case, framework: str, mode: str) -> None: ...
     def checkpoint(self, case: Case, framework: str, mode: str, checkpoint: dict) -> None: ...
@@ -43,9 +38,10 @@ def preflight(cases: list[Case], env: dict[str, str] | None = None) -> None:
     needed = {(c.kind, r.framework) for c in cases for r in c.runs}
     for kind, framework in sorted(needed):
         adapter = adapter_for(kind, framework)
-        if framework == "burn" and env.get(PROBE_PATH_ENV):
-            if not os.path.isfile(env[PROBE_PATH_ENV]):
-                raise Infrastructure(f"burn probe {env[PROBE_PATH_ENV]} does not exist")
+        override = env.get(adapter.override_env) if adapter.override_env else None
+        if override:
+            if not os.path.isfile(override):
+                raise Infrastructure(f"{framework}: {adapter.override_env}={override} does not exist")
             continue
         try:
             found = importlib.util.find_spec(adapter.requirement) is not None

@@ -17,6 +17,9 @@ class Adapter:
     # Distribution to look for before running, and how to get it.
     requirement: str
     install_hint: str
+    # An environment variable that, when set, names a file the adapter loads
+    # instead of `requirement` (a probe built against another burn release).
+    override_env: str | None = None
 
 
 ADAPTERS: dict[tuple[str, str], Adapter] = {
@@ -36,6 +39,7 @@ ADAPTERS: dict[tuple[str, str], Adapter] = {
         modes=("detach", "target", "without", "target-without", "log", "ema-only"),
         requirement="runner._probe",
         install_hint="build the probe with scripts/bootstrap",
+        override_env="RUNNER_PROBE_PATH",
     ),
 }
 

@@ -26,13 +26,9 @@ from pathlib import Path
 
 from .cases import P10_DEFAULTS
 from .execute import PROJECT_ROOT, RunRequest, execute
+from .paths import target_dir
 
 MODES = ("detach", "target", "without", "target-without", "log", "ema-only")
-
-
-def target_dir() -> Path:
-    default = Path.home() / ".cache" / "burn-torch-diff" / "target"
-    return Path(os.environ.get("CARGO_TARGET_DIR", default))
 
 
 def build_native() -> Path:

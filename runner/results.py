@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib.metadata
 import importlib.util
+import os
 import platform
 import subprocess
 
@@ -20,7 +21,9 @@ def _git_commit() -> str | None:
                              text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
 
 
 def _probe_info() -> dict:
@@ -51,21 +54,25 @@ def provenance(started: dt.datetime, finished: dt.datetime, runs: list[dict] | N
         "cpu": cpu_model(),
         "machine": platform.machine(),
         "system": f"{platform.system()} {platform.release()}",
-        "cores": __import__("os").cpu_count(),
+        "cores": os.cpu_count(),
         "git_commit": _git_commit(),
         "started": started.isoformat(timespec="seconds"),
         "finished": finished.isoformat(timespec="seconds"),
     }
 
 
+def summary(runs: list[dict], expectations: list[dict]) -> dict:
+    failed = sum(not e["passed"] for e in expectations)
+    return {"runs": len(runs), "expectations": len(expectations),
+            "passed": len(expectations) - failed, "failed": failed}
+
+
 def document(runs: list[dict], expectations: list[dict], started: dt.datetime,
              finished: dt.datetime, not_applicable: list[dict] | None = None) -> dict:
-    failed = sum(not e["passed"] for e in expectations)
     return {
         "schema_version": SCHEMA_VERSION,
         "provenance": provenance(started, finished, runs),
-        "summary": {"runs": len(runs), "expectations": len(expectations),
-                    "passed": len(expectations) - failed, "failed": failed},
+        "summary": summary(runs, expectations),
         "runs": runs,
         "expectations": expectations,
         # Expectations limited to other burn versions (`burn_versions`), not checked.

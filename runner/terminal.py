@@ -110,6 +110,8 @@ def _show(value) -> str:
         return f"{value:.3g}"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, str) and len(value) > 90:
-        return repr(value[:87] + "...")
-    return _flag(value) if isinstance(value, bool) or value is None else repr(value) if isinstance(value, str) else str(value)
+    if isinstance(value, bool) or value is None:
+        return _flag(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= 90 else value[:87] + "...")
+    return str(value)

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from runner.paths import target_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
 def test_cargo_test_passes():
     env = dict(os.environ)
-    env.setdefault("CARGO_TARGET_DIR", str(Path.home() / ".cache" / "burn-torch-diff" / "target"))
+    env.setdefault("CARGO_TARGET_DIR", str(target_dir()))
     out = subprocess.run(
         ["cargo", "test", "--release", "-p", "rust_probe", "--locked"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,

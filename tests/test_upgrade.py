@@ -13,6 +13,7 @@ import pytest
 from runner import cases
 from runner.errors import BadInput
 from runner.metrics import compute
+from runner.paths import target_dir
 from runner.upgrade import build as probe_build
 from runner.upgrade import sources
 from runner.upgrade.classify import classify
@@ -30,7 +31,7 @@ def run_cli(*args, cache: Path | None = None, timeout=1800):
     if cache is not None:
         # Build folders in the test's own cache; compiled crates from the shared target dir.
         env["RUNNER_CACHE"] = str(cache)
-        env["CARGO_TARGET_DIR"] = str(probe_build.target_dir())
+        env["CARGO_TARGET_DIR"] = str(target_dir())
     return subprocess.run([sys.executable, "-m", "runner", "upgrade-check", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -224,3 +225,15 @@ def test_latest_asks_the_registry_not_this_workspaces_lock():
 
     resolved = sources.resolve("latest")
     assert Version(resolved.version) > Version("0.22.1")
+
+
+def test_only_claimed_properties_are_compared_with_torch():
+    # p10 makes no torch-vs-burn claim about RSS growth (torch's slope is noise):
+    # burn's RSS starting to grow is not a "new difference" against torch...
+    leaky = rec(FLAT, False, rss=0.005)
+    result = classify([CASE], burn_side(), burn_side(**{"target-without": leaky}), torch_side(), {})
+    assert classes_of(result)["burn/target-without"] == "same"
+    # ...while a claimed property still is.
+    tracked = rec(FLAT, True)
+    result = classify([CASE], burn_side(), burn_side(**{"target-without": tracked}), torch_side(), {})
+    assert classes_of(result)["burn/target-without"] == "new difference"

@@ -11,16 +11,21 @@ import os
 from typing import Callable
 
 
+from ..frameworks import adapter_for
+
+PROBE_PATH_ENV = adapter_for("p10", "burn").override_env
+
+
 def _load_probe():
     """`runner._probe`, or the build named by RUNNER_PROBE_PATH (another burn release)."""
-    path = os.environ.get("RUNNER_PROBE_PATH")
+    path = os.environ.get(PROBE_PATH_ENV)
     if not path:
         from .. import _probe
 
         return _probe
     spec = importlib.util.spec_from_file_location("runner._probe", path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"RUNNER_PROBE_PATH={path} is not a loadable extension module")
+        raise ImportError(f"{PROBE_PATH_ENV}={path} is not a loadable extension module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

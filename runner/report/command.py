@@ -48,11 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _fresh_results(refs: list[str]) -> list[tuple[dict, str]]:
-    paths = [case_files.resolve(ref) for ref in refs] if refs else case_files.all_cases()
-    if not paths:
-        raise BadInput(f"no case files in {case_files.CASES_DIR}")
-    cases = [case_files.load_case(path) for path in paths]
-    doc = check(cases, ConsoleReporter())
+    doc = check(case_files.load_selected(refs), ConsoleReporter())
     return [(documents.validate(doc, "this run's results"), "this run")]
 
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import BadInput
+from ..results import summary
 
 FINGERPRINT_FIELDS = ("cpu", "machine", "cores", "system")
 
@@ -75,10 +76,8 @@ def _merge(into: Machine, doc: dict, source: str) -> None:
         prov["finished"] = max(ends, key=lambda s: started_at({"started": s}))
     runs = into.doc["runs"] + doc["runs"]
     expectations = into.doc["expectations"] + doc["expectations"]
-    failed = sum(not e["passed"] for e in expectations)
     into.doc = {**into.doc, "provenance": prov, "runs": runs, "expectations": expectations,
-                "summary": {"runs": len(runs), "expectations": len(expectations),
-                            "passed": len(expectations) - failed, "failed": failed}}
+                "summary": summary(runs, expectations)}
     into.sources.append(source)
 
 

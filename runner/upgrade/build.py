@@ -26,9 +26,9 @@ from pathlib import Path
 from ..atomic import write_json
 from ..errors import Infrastructure
 from ..execute import PROJECT_ROOT
+from ..paths import CACHE, target_dir
 from .sources import BurnSource
 
-CACHE = Path(os.environ.get("RUNNER_CACHE", Path.home() / ".cache" / "burn-torch-diff"))
 PROFILE = "release"
 # Bump when the way a side is built changes, so cached builds are redone.
 RECIPE = 4
@@ -50,10 +50,6 @@ class BuildResult:
     # Version of every burn-* crate in the side's lock, and pins that could not be made.
     burn_family: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-
-
-def target_dir() -> Path:
-    return Path(os.environ.get("CARGO_TARGET_DIR", CACHE / "target"))
 
 
 def _rustc_version() -> str:

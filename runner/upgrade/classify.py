@@ -12,8 +12,8 @@ order, and keeps every finding that led there:
 - ``same``.
 
 A run is compared with torch through every pair of its case that names it
-and through the torch run of the same mode, on the properties pairs use
-(outcome, tracked, grows, rss_grows).
+(on the properties that pair claims) and through the torch run of the same
+mode (on the properties the case's torch-vs-burn pairs claim).
 """
 
 from __future__ import annotations
@@ -25,13 +25,24 @@ from ..metrics import properties
 CLASSES = ("build-break", "fixed", "new difference", "outcome changed", "performance changed", "same")
 
 
-def _comparisons(case: Case, key: str) -> list[str]:
-    """The torch runs this burn run is compared with."""
-    others = [p.a if p.b == key else p.b for p in case.pairs if key in (p.a, p.b)]
+def _comparisons(case: Case, key: str) -> dict[str, tuple[str, ...]]:
+    """The torch runs this burn run is compared with, and on which properties.
+
+    A declared pair compares the properties it makes a claim about. The torch
+    run of the same mode, when no pair names it, is compared on every property
+    some torch-vs-burn pair of the case claims: properties no pair claims (RSS
+    growth in p10, where torch's slope is noise) would only add noise."""
+    claimed = {prop for p in case.pairs if "torch/" in p.a + p.b for prop in p.same + p.differ}
+    out: dict[str, set[str]] = {}
+    for pair in case.pairs:
+        if key in (pair.a, pair.b):
+            other = pair.a if pair.b == key else pair.b
+            if other.startswith("torch/"):
+                out.setdefault(other, set()).update(pair.same + pair.differ)
     same_mode = "torch/" + key.split("/", 1)[1]
-    if case.run(same_mode) is not None:
-        others.append(same_mode)
-    return sorted({o for o in others if o.startswith("torch/")})
+    if case.run(same_mode) is not None and same_mode not in out:
+        out[same_mode] = claimed
+    return {other: tuple(p for p in PAIR_PROPERTIES if p in props) for other, props in sorted(out.items())}
 
 
 def _panic_view(record: dict) -> tuple:
@@ -43,12 +54,12 @@ def classify_run(case: Case, key: str, before: dict, after: dict, torch: dict[st
     findings: dict[str, list[str]] = {c: [] for c in CLASSES}
     props_before = properties(before, before["metrics"], case)
     props_after = properties(after, after["metrics"], case)
-    for other in _comparisons(case, key):
+    for other, props in _comparisons(case, key).items():
         if other not in torch:
             continue
         t = torch[other]
         pt = properties(t, t["metrics"], case)
-        for prop in PAIR_PROPERTIES:
+        for prop in props:
             if None in (pt[prop], props_before[prop], props_after[prop]):
                 continue
             was, now = props_before[prop] == pt[prop], props_after[prop] == pt[prop]

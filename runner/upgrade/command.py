@@ -17,9 +17,10 @@ from pathlib import Path
 
 from .. import cases as case_files
 from ..atomic import write_json, write_text
-from ..cli import positive_float, positive_int, load_selected
+from ..cli import positive_float, positive_int
 from ..compare import RULE
-from ..engine import PROBE_PATH_ENV, judge, run_all
+from ..engine import judge, run_all
+from ..frameworks import adapter_for
 from ..results import SCHEMA_VERSION, document, now
 from ..terminal import ConsoleReporter
 from . import build as probe_build
@@ -59,8 +60,7 @@ def _slug(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     before_src = sources.parse(args.from_source or sources.pinned_version(), "--from")
     after_src = sources.parse(args.to_source, "--to")
-    args.framework, args.mode = None, None
-    cases = load_selected(args)
+    cases = case_files.load_selected(args.cases, steps=args.steps, timeout=args.timeout)
     before_src, after_src = sources.resolve(before_src), sources.resolve(after_src)
     _say(f"upgrade check: burn {before_src.label} -> {after_src.label}")
 
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
                 one = case_files.select(case, ["burn"], [spec.mode])
                 for side, result in builds.items():
                     _say(f"burn {result.source}:")
-                    side_records[side].update(run_all([one], reporter, env={PROBE_PATH_ENV: result.probe}))
+                    env = {adapter_for(case.kind, "burn").override_env: result.probe}
+                    side_records[side].update(run_all([one], reporter, env=env))
     side_docs: dict[str, dict | None] = {}
     for side, records in side_records.items():
         if records is None:

@@ -4,6 +4,7 @@ a local checkout. Validated before anything reaches a manifest."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import tempfile
@@ -33,8 +34,6 @@ class BurnSource:
     def slug(self) -> str:
         if self.version:
             return f"burn-{self.version}"
-        import hashlib
-
         return "burn-path-" + hashlib.sha256(str(self.path).encode()).hexdigest()[:12]
 
 

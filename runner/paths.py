@@ -1,0 +1,17 @@
+"""Where the project keeps what it builds, outside the checkout.
+
+The cargo target directory is shared by `scripts/bootstrap` (same default),
+the upgrade check and the tools, so a fresh clone reuses compiled crates.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE = Path(os.environ.get("RUNNER_CACHE", Path.home() / ".cache" / "burn-torch-diff"))
+
+
+def target_dir() -> Path:
+    """`CARGO_TARGET_DIR` if set, else `~/.cache/burn-torch-diff/target`."""
+    return Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache" / "burn-torch-diff" / "target"))
