@@ -29,10 +29,16 @@ def adapter(framework: str):
 
 
 @pytest.mark.benchmark(group="p10_ema: 200 steps")
-@pytest.mark.parametrize("framework, mode", [
-    ("torch", "detach"), ("torch", "target"),
-    ("burn", "without"), ("burn", "target-without"), ("burn", "detach"),
-])
+@pytest.mark.parametrize(
+    "framework, mode",
+    [
+        ("torch", "detach"),
+        ("torch", "target"),
+        ("burn", "without"),
+        ("burn", "target-without"),
+        ("burn", "detach"),
+    ],
+)
 def test_p10_steps(benchmark, framework, mode):
     module = adapter(framework)
     samples: list[float] = []

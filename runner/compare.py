@@ -18,51 +18,76 @@ The factor floor (2x) keeps that machine noise out, well below p10's growth
 
 from __future__ import annotations
 
+import math
 import statistics
-from typing import Any
+from dataclasses import dataclass
 
 from scipy import stats
 
+from .model.results import RunRecord
+
 ALPHA = 1e-3
 MIN_FACTOR = 2.0
-RULE = (f"per window (reference, last): Mann-Whitney U two-sided p < {ALPHA:g} on the per-step "
-        f"times and medians differing by more than a factor {MIN_FACTOR:g}")
+RULE = (
+    f"per window (reference, last): Mann-Whitney U two-sided p < {ALPHA:g} on the per-step "
+    f"times and medians differing by more than a factor {MIN_FACTOR:g}"
+)
 
 
-def samples_changed(before: list[float], after: list[float], alpha: float = ALPHA,
-                    min_factor: float = MIN_FACTOR) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WindowChange:
+    changed: bool | None
+    n: tuple[int, int]
+    p_value: float = math.nan
+    factor: float = math.nan
+    median_before: float = math.nan
+    median_after: float = math.nan
+
+
+@dataclass(frozen=True)
+class PerformanceChange:
+    changed: bool | None
+    windows: dict[str, WindowChange]
+    rule: str = RULE
+
+
+def samples_changed(
+    before: list[float], after: list[float], alpha: float = ALPHA, min_factor: float = MIN_FACTOR
+) -> WindowChange:
     """Compare two samples of step times by the rule above."""
+    n = (len(before), len(after))
     if len(before) < 2 or len(after) < 2:
-        return {"changed": None, "p_value": None, "factor": None, "n": [len(before), len(after)]}
+        return WindowChange(None, n)
     mb, ma = statistics.median(before), statistics.median(after)
-    factor = ma / mb if mb > 0 else float("inf")
+    factor = ma / mb if mb > 0 else math.inf
     p_value = float(stats.mannwhitneyu(before, after, alternative="two-sided").pvalue)
     changed = p_value < alpha and (factor > min_factor or factor < 1 / min_factor)
-    return {"changed": bool(changed), "p_value": p_value, "factor": factor,
-            "median_before": mb, "median_after": ma, "n": [len(before), len(after)]}
+    return WindowChange(bool(changed), n, p_value, factor, mb, ma)
 
 
-def _window_samples(run: dict, name: str) -> list[float]:
-    window = (run.get("metrics") or {}).get(f"{name}_window")
-    step_ms = run.get("step_ms") or []
-    if not window or len(step_ms) < window[1]:
+def _window_samples(run: RunRecord, name: str) -> list[float]:
+    first, last = run.metrics.reference_window if name == "reference" else run.metrics.last_window
+    if len(run.step_ms) < last:
         return []
-    return step_ms[window[0] - 1 : window[1]]
+    return run.step_ms[first - 1 : last]
 
 
-def performance_change(before: dict, after: dict) -> dict[str, Any]:
+def performance_change(before: RunRecord, after: RunRecord) -> PerformanceChange:
     """Apply the rule to both windows of one run seen twice.
 
     `changed` is True if either window changed, False if both were compared and
     neither did, None if a window could not be compared (a run that did not
     reach it, e.g. one that panicked)."""
-    windows = {name: samples_changed(_window_samples(before, name), _window_samples(after, name))
-               for name in ("reference", "last")}
-    verdicts = [w["changed"] for w in windows.values()]
+    windows = {
+        name: samples_changed(_window_samples(before, name), _window_samples(after, name))
+        for name in ("reference", "last")
+    }
+    verdicts = [w.changed for w in windows.values()]
+    changed: bool | None
     if any(v is True for v in verdicts):
-        changed: bool | None = True
+        changed = True
     elif all(v is False for v in verdicts):
         changed = False
     else:
         changed = None
-    return {"changed": changed, "windows": windows, "rule": RULE}
+    return PerformanceChange(changed, windows)

@@ -10,26 +10,32 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from .cases import Case
-from .checks import pair_checks, run_checks
+from . import results
 from .errors import Infrastructure
 from .execute import RunRequest, execute
 from .frameworks import adapter_for
-from .metrics import compute
-from . import results
+from .metrics import measured
+from .model.case import Case
+from .model.results import RawRun, ResultsDocument, RunRecord, Skipped, Verdict
+from .verdicts import pair_verdicts, run_verdicts
+
+RunKey = tuple[str, str]  # (case name, "framework/mode")
+Executor = Callable[[RunRequest, Callable[[dict[str, Any]], None]], RawRun]
+
 
 class Reporter(Protocol):
     def run_started(self, index: int, total: int, case: Case, framework: str, mode: str) -> None: ...
-    def checkpoint(self, case: Case, framework: str, mode: str, checkpoint: dict) -> None: ...
-    def run_finished(self, case: Case, record: dict) -> None: ...
+    def checkpoint(self, case: Case, framework: str, mode: str, checkpoint: dict[str, Any]) -> None: ...
+    def run_finished(self, case: Case, record: RunRecord) -> None: ...
 
 
 class Silent:
-    def run_started(self, *args) -> None: ...
-    def checkpoint(self, *args) -> None: ...
-    def run_finished(self, *args) -> None: ...
+    def run_started(self, index: int, total: int, case: Case, framework: str, mode: str) -> None: ...
+    def checkpoint(self, case: Case, framework: str, mode: str, checkpoint: dict[str, Any]) -> None: ...
+    def run_finished(self, case: Case, record: RunRecord) -> None: ...
 
 
 def preflight(cases: list[Case], env: dict[str, str] | None = None) -> None:
@@ -49,64 +55,68 @@ def preflight(cases: list[Case], env: dict[str, str] | None = None) -> None:
             found = False
         if not found:
             raise Infrastructure(
-                f"{framework} is not available here ({adapter.requirement} cannot be imported): "
-                f"{adapter.install_hint}"
+                f"{framework} is not available here ({adapter.requirement} cannot be imported): {adapter.install_hint}"
             )
 
 
-def run_all(cases: list[Case], reporter: Reporter | None = None,
-            execute_run: Callable[..., dict] = execute,
-            env: dict[str, str] | None = None) -> dict[tuple[str, str], dict]:
+def run_all(
+    cases: list[Case],
+    reporter: Reporter | None = None,
+    execute_run: Executor = execute,
+    env: dict[str, str] | None = None,
+) -> dict[RunKey, RunRecord]:
     """Execute every run of every case; records keyed by (case name, "framework/mode")."""
     reporter = reporter or Silent()
     preflight(cases, env)
     total = sum(len(c.runs) for c in cases)
-    records: dict[tuple[str, str], dict] = {}
+    records: dict[RunKey, RunRecord] = {}
     index = 0
     for case in cases:
         for spec in case.runs:
             index += 1
             reporter.run_started(index, total, case, spec.framework, spec.mode)
-            request = RunRequest(case.name, case.kind, spec.framework, spec.mode,
-                                 case.params, case.timeout_s, env or {})
-            record = execute_run(
-                request,
-                lambda cp, fw=spec.framework, mode=spec.mode: reporter.checkpoint(case, fw, mode, cp),
+            request = RunRequest(
+                case.name, case.kind, spec.framework, spec.mode, case.params.model_dump(), case.timeout_s, env or {}
             )
-            for key, empty in (("panic", None), ("step_ms", []), ("checkpoints", [])):
-                record.setdefault(key, empty)
-            record["params"] = case.params
-            record["metrics"] = compute(record, case)
+
+            def progress(
+                checkpoint: dict[str, Any], fw: str = spec.framework, mode: str = spec.mode, c: Case = case
+            ) -> None:
+                reporter.checkpoint(c, fw, mode, checkpoint)
+
+            record = measured(execute_run(request, progress), case)
             reporter.run_finished(case, record)
             records[(case.name, spec.key)] = record
     return records
 
 
-def judge(cases: list[Case], records: dict[tuple[str, str], dict]) -> tuple[list[dict], list[dict], list[dict]]:
+def judge(cases: list[Case], records: dict[RunKey, RunRecord]) -> tuple[list[RunRecord], list[Verdict], list[Skipped]]:
     """Runs (in case order), expectation verdicts, and expectations not applicable
     to the burn version that ran (`burn_versions` in the case file)."""
-    runs: list[dict] = []
-    expectations: list[dict] = []
-    not_applicable: list[dict] = []
+    runs: list[RunRecord] = []
+    expectations: list[Verdict] = []
+    not_applicable: list[Skipped] = []
     for case in cases:
-        by_key = {spec.key: records[(case.name, spec.key)]
-                  for spec in case.runs if (case.name, spec.key) in records}
+        by_key = {spec.key: records[(case.name, spec.key)] for spec in case.runs if (case.name, spec.key) in records}
         for spec in case.runs:
             if spec.key not in by_key:
                 continue
             runs.append(by_key[spec.key])
-            verdicts, skipped = run_checks(case, spec, by_key[spec.key])
+            verdicts, skipped = run_verdicts(case, spec, by_key[spec.key])
             expectations.extend(verdicts)
             not_applicable.extend(skipped)
-        verdicts, skipped = pair_checks(case, by_key)
+        verdicts, skipped = pair_verdicts(case, by_key)
         expectations.extend(verdicts)
         not_applicable.extend(skipped)
     return runs, expectations, not_applicable
 
 
-def check(cases: list[Case], reporter: Reporter | None = None,
-          execute_run: Callable[..., dict] = execute,
-          env: dict[str, str] | None = None) -> dict:
+def check(
+    cases: list[Case],
+    reporter: Reporter | None = None,
+    execute_run: Executor = execute,
+    env: dict[str, str] | None = None,
+) -> ResultsDocument:
     """Run every case and return the results document."""
     started = results.now()
     records = run_all(cases, reporter, execute_run, env)

@@ -21,11 +21,17 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from pydantic import ValidationError
+
+from .model.base import describe_errors
+from .model.results import RawRun, from_data
+from .paths import PROJECT_ROOT
+
 STDERR_TAIL_CHARS = 4000
 
 
@@ -35,10 +41,10 @@ class RunRequest:
     kind: str
     framework: str
     mode: str
-    params: dict
+    params: dict[str, Any]
     timeout_s: float
     # Extra environment for the worker (e.g. which probe build to load).
-    env: dict = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def _worker_env() -> dict[str, str]:
@@ -58,7 +64,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _read_progress(fd: int, on_event: Callable[[dict], None], seen: list[dict]) -> None:
+def _read_progress(fd: int, on_event: Callable[[dict[str, Any]], None], seen: list[dict[str, Any]]) -> None:
     with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as stream:
         for line in stream:
             try:
@@ -73,25 +79,31 @@ def _read_progress(fd: int, on_event: Callable[[dict], None], seen: list[dict]) 
 
 def execute(
     request: RunRequest,
-    on_progress: Callable[[dict], None] = lambda event: None,
+    on_progress: Callable[[dict[str, Any]], None] = lambda event: None,
     worker: list[str] | None = None,
-) -> dict:
+) -> RawRun:
     """Run `request` in a fresh worker; return its record, whatever happened.
 
     `worker` replaces the worker command (tests use it to stand in a process
     that crashes or hangs); it is called with SPEC RESULT PROGRESS_FD appended.
     """
     command = worker or [sys.executable, "-m", "runner.worker"]
-    base = {"case": request.case, "framework": request.framework, "mode": request.mode}
+    base: dict[str, Any] = {
+        "case": request.case,
+        "framework": request.framework,
+        "mode": request.mode,
+        "params": request.params,
+    }
     with tempfile.TemporaryDirectory(prefix="runner-") as tmp:
         spec_path, result_path = Path(tmp, "spec.json"), Path(tmp, "result.json")
         stderr_path = Path(tmp, "stderr.txt")
         spec_path.write_text(
-            json.dumps({"kind": request.kind, "framework": request.framework,
-                        "mode": request.mode, "params": request.params})
+            json.dumps(
+                {"kind": request.kind, "framework": request.framework, "mode": request.mode, "params": request.params}
+            )
         )
         read_fd, write_fd = os.pipe()
-        seen: list[dict] = []
+        seen: list[dict[str, Any]] = []
         started = time.monotonic()
         with open(stderr_path, "wb") as stderr:
             try:
@@ -108,8 +120,18 @@ def execute(
             except OSError as err:
                 os.close(read_fd)
                 os.close(write_fd)
-                return {**base, "outcome": "crash", "crash": {"signal": None, "exit_code": None,
-                        "stderr_tail": f"could not start the worker: {err}"}, "wall_s": 0.0}
+                return from_data(
+                    RawRun,
+                    {
+                        **base,
+                        "outcome": "crash",
+                        "crash": {
+                            "signal": None,
+                            "exit_code": None,
+                            "stderr_tail": f"could not start the worker: {err}",
+                        },
+                    },
+                )
             os.close(write_fd)
             reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress, seen), daemon=True)
             reader.start()
@@ -132,27 +154,58 @@ def execute(
         record = _load_result(result_path)
 
     if timed_out:
-        return {**base, "outcome": "timeout", "timeout_s": request.timeout_s,
-                "checkpoints": seen, "stderr_tail": stderr_tail, "wall_s": wall_s}
+        return _checked(
+            {
+                **base,
+                "outcome": "timeout",
+                "timeout_s": request.timeout_s,
+                "checkpoints": seen,
+                "stderr_tail": stderr_tail,
+                "wall_s": wall_s,
+            }
+        )
     if record is not None:
-        return {**base, **record, "wall_s": wall_s}
+        return _checked({**base, **record, "wall_s": wall_s}, stderr_tail)
     code = proc.returncode
-    return {
-        **base,
-        "outcome": "crash",
-        "crash": {
-            "signal": _signal_name(-code) if code < 0 else None,
-            "exit_code": code if code >= 0 else None,
-            "stderr_tail": stderr_tail,
-        },
-        "checkpoints": seen,
-        "wall_s": wall_s,
-    }
+    return _checked(
+        {
+            **base,
+            "outcome": "crash",
+            "crash": {
+                "signal": _signal_name(-code) if code < 0 else None,
+                "exit_code": code if code >= 0 else None,
+                "stderr_tail": stderr_tail,
+            },
+            "checkpoints": seen,
+            "wall_s": wall_s,
+        }
+    )
 
 
-def _load_result(path: Path) -> dict | None:
+def _checked(data: dict[str, Any], stderr_tail: str = "") -> RawRun:
+    """The record as the model; a record that is not one is the worker's crash, with the reason."""
+    try:
+        return from_data(RawRun, data)
+    except (ValidationError, ValueError) as err:
+        reason = "; ".join(describe_errors(err)) if isinstance(err, ValidationError) else str(err)
+        keep = {k: data[k] for k in ("case", "framework", "mode", "params", "wall_s") if k in data}
+        return from_data(
+            RawRun,
+            {
+                **keep,
+                "outcome": "crash",
+                "crash": {
+                    "signal": None,
+                    "exit_code": None,
+                    "stderr_tail": f"the worker wrote an invalid record: {reason}\n{stderr_tail}"[-STDERR_TAIL_CHARS:],
+                },
+            },
+        )
+
+
+def _load_result(path: Path) -> dict[str, Any] | None:
     try:
         record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) and "outcome" in record else None

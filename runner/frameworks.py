@@ -3,9 +3,40 @@
 The orchestrator validates case files against this table; a worker imports the
 adapter module named here and nothing else, so the torch adapter never loads
 the probe and the burn adapter never loads torch.
+
+The p10 modes are listed once, here (`P10_MODES`); the probe has its own list
+(`rust_probe/src/config.rs`, exported as `_probe.MODES`) and a test holds the
+two together.
 """
 
+from __future__ import annotations
+
+import importlib.metadata
 from dataclasses import dataclass
+
+FRAMEWORKS: tuple[str, ...] = ("torch", "burn")
+
+# Mode -> the frameworks that have it. PyTorch has detach() only, which already
+# gives a constant: `without` and `target-without` are burn's fix.
+P10_MODES: dict[str, tuple[str, ...]] = {
+    "detach": ("torch", "burn"),
+    "target": ("torch", "burn"),
+    "without": ("burn",),
+    "target-without": ("burn",),
+    "log": ("torch", "burn"),
+    "ema-only": ("torch", "burn"),
+}
+
+
+def _requirement_of(distribution: str, default: str) -> str:
+    """The requirement of `distribution` as this project's metadata pins it (pyproject.toml is the one source)."""
+    try:
+        for req in importlib.metadata.requires("burn-torch-diff") or []:
+            if req.split(";")[0].strip().startswith(distribution):
+                return req.split(";")[0].strip()
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    return default
 
 
 @dataclass(frozen=True)
@@ -14,7 +45,7 @@ class Adapter:
     kind: str
     module: str
     modes: tuple[str, ...]
-    # Distribution to look for before running, and how to get it.
+    # Module to look for before running, and how to get it.
     requirement: str
     install_hint: str
     # An environment variable that, when set, names a file the adapter loads
@@ -22,28 +53,30 @@ class Adapter:
     override_env: str | None = None
 
 
+def _p10_modes(framework: str) -> tuple[str, ...]:
+    return tuple(mode for mode, frameworks in P10_MODES.items() if framework in frameworks)
+
+
 ADAPTERS: dict[tuple[str, str], Adapter] = {
     ("p10", "torch"): Adapter(
         framework="torch",
         kind="p10",
         module="runner.adapters.torch_p10",
-        # PyTorch has detach() only; it already yields a constant.
-        modes=("detach", "target", "log", "ema-only"),
+        modes=_p10_modes("torch"),
         requirement="torch",
-        install_hint="pip install torch==2.15.0 (or run scripts/bootstrap)",
+        install_hint=f"pip install '{_requirement_of('torch', 'torch')}' (or run scripts/bootstrap)",
     ),
     ("p10", "burn"): Adapter(
         framework="burn",
         kind="p10",
         module="runner.adapters.burn_p10",
-        modes=("detach", "target", "without", "target-without", "log", "ema-only"),
+        modes=_p10_modes("burn"),
         requirement="runner._probe",
         install_hint="build the probe with scripts/bootstrap",
         override_env="RUNNER_PROBE_PATH",
     ),
 }
 
-FRAMEWORKS: tuple[str, ...] = ("torch", "burn")
 KINDS: tuple[str, ...] = tuple(sorted({kind for kind, _ in ADAPTERS}))
 
 

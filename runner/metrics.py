@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .cases import Case
+from .model.case import Case
+from .model.results import Metrics, RawRun, RunRecord, Slope
 
 # Theil-Sen is quadratic in the points; beyond this many, an even subsample.
 MAX_SLOPE_POINTS = 2000
@@ -31,7 +32,7 @@ def _window(step_ms: list[float], first: int, last: int) -> list[float] | None:
     return step_ms[first - 1 : last]
 
 
-def _theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
+def _theil_sen(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[float, float, float] | None:
     if len(x) < 3 or np.ptp(x) == 0:
         return None
     if len(x) > MAX_SLOPE_POINTS:
@@ -41,9 +42,8 @@ def _theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | Non
     return float(slope), float(low), float(high)
 
 
-def compute(record: dict, case: Case) -> dict[str, Any]:
-    step_ms: list[float] = record.get("step_ms") or []
-    checkpoints: list[dict] = record.get("checkpoints") or []
+def compute(record: RawRun, case: Case) -> Metrics:
+    step_ms, checkpoints = record.step_ms, record.checkpoints
     windows, steps = case.windows, case.steps
     reference = _window(step_ms, *windows.reference_range())
     last = _window(step_ms, *windows.last_range(steps))
@@ -51,54 +51,60 @@ def compute(record: dict, case: Case) -> dict[str, Any]:
     last_median = statistics.median(last) if last else None
     ratio = (
         last_median / reference_median
-        if reference_median and last_median is not None and record.get("outcome") == "ok"
+        if reference_median and last_median is not None and record.outcome == "ok"
         else None
     )
 
-    slope = None
+    slope: Slope | None = None
     if len(step_ms) > windows.warmup + 2:
         x = np.arange(windows.warmup + 1, len(step_ms) + 1, dtype=float)
         fit = _theil_sen(x, np.asarray(step_ms[windows.warmup :], dtype=float))
         if fit:
-            slope = {"value": fit[0] * 1000, "ci95": [fit[1] * 1000, fit[2] * 1000]}
+            slope = Slope(value=fit[0] * 1000, ci95=(fit[1] * 1000, fit[2] * 1000))
 
     # Dense RSS samples (every `rss_every` steps) where the run has them, else the checkpoints.
-    samples = [(s, d) for s, d in record.get("rss_samples") or [] if s > windows.warmup]
-    rss_points = samples if len(samples) >= 3 else [
-        (c["step"], c["rss_delta_mib"])
-        for c in checkpoints
-        if c["step"] > windows.warmup and c.get("rss_delta_mib") is not None
-    ]
-    rss_growth = None
+    samples = [(s, d) for s, d in record.rss_samples if s > windows.warmup]
+    rss_points = (
+        samples
+        if len(samples) >= 3
+        else [(c.step, c.rss_delta_mib) for c in checkpoints if c.step > windows.warmup and c.rss_delta_mib is not None]
+    )
+    rss_growth: float | None = None
     if len(rss_points) >= 2:
-        xs, ys = (np.asarray(v, dtype=float) for v in zip(*rss_points))
+        xs = np.asarray([p[0] for p in rss_points], dtype=float)
+        ys = np.asarray([p[1] for p in rss_points], dtype=float)
         if len(xs) == 2:
             rss_growth = float((ys[1] - ys[0]) / (xs[1] - xs[0]) * 1000)
         else:
             fit = _theil_sen(xs, ys)
             rss_growth = fit[0] * 1000 if fit else None
 
-    tracked_values = [c["tracked"] for c in checkpoints]
-    return {
-        "steps_completed": len(step_ms),
-        "reference_window": list(windows.reference_range()),
-        "last_window": list(windows.last_range(steps)),
-        "reference_median_ms": reference_median,
-        "last_median_ms": last_median,
-        "slowdown_ratio": ratio,
-        "slope_ms_per_1000": slope,
-        "rss_growth_mib_per_1000": rss_growth,
-        "tracked": tracked_values[-1] if tracked_values else None,
-        "tracked_consistent": len(set(tracked_values)) <= 1,
-    }
+    tracked_values = [c.tracked for c in checkpoints]
+    return Metrics(
+        steps_completed=len(step_ms),
+        reference_window=windows.reference_range(),
+        last_window=windows.last_range(steps),
+        reference_median_ms=reference_median,
+        last_median_ms=last_median,
+        slowdown_ratio=ratio,
+        slope_ms_per_1000=slope,
+        rss_growth_mib_per_1000=rss_growth if rss_growth is None or np.isfinite(rss_growth) else None,
+        tracked=tracked_values[-1] if tracked_values else None,
+        tracked_consistent=len(set(tracked_values)) <= 1,
+    )
 
 
-def properties(record: dict, metrics: dict, case: Case) -> dict[str, Any]:
+def measured(record: RawRun, case: Case) -> RunRecord:
+    """The run with its metrics."""
+    return RunRecord(**dict(record), metrics=compute(record, case))
+
+
+def properties(run: RunRecord, case: Case) -> dict[str, Any]:
     """The categorical properties pairs compare; None where not observable."""
-    ratio, growth = metrics["slowdown_ratio"], metrics["rss_growth_mib_per_1000"]
+    ratio, growth = run.metrics.slowdown_ratio, run.metrics.rss_growth_mib_per_1000
     return {
-        "outcome": record.get("outcome"),
-        "tracked": metrics["tracked"],
+        "outcome": run.outcome,
+        "tracked": run.metrics.tracked,
         "grows": None if ratio is None else ratio > case.thresholds.grows_ratio,
         "rss_grows": None if growth is None else growth > case.thresholds.rss_grows_mib_per_1000,
     }

@@ -24,17 +24,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .cases import P10_DEFAULTS
-from .execute import PROJECT_ROOT, RunRequest, execute
-from .paths import target_dir
+from .execute import RunRequest, execute
+from .frameworks import adapter_for
+from .model.case import P10Params
+from .paths import PROJECT_ROOT, target_dir
 
-MODES = ("detach", "target", "without", "target-without", "log", "ema-only")
+MODES = adapter_for("p10", "burn").modes
 
 
 def build_native() -> Path:
     env = {**os.environ, "CARGO_TARGET_DIR": str(target_dir())}
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "rust_probe", "--bin", "p10"],
-                   cwd=PROJECT_ROOT, env=env, check=True)
+    subprocess.run(
+        ["cargo", "build", "--release", "-q", "-p", "rust_probe", "--bin", "p10"], cwd=PROJECT_ROOT, env=env, check=True
+    )
     return target_dir() / "release" / "p10"
 
 
@@ -42,16 +44,21 @@ FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_
 
 
 def native(binary: Path, mode: str, steps: int, env: dict[str, str]) -> list[float]:
-    out = subprocess.run([str(binary), mode, str(steps), "--json"], capture_output=True, text=True,
-                         env={**os.environ, **env})
-    return json.loads(out.stdout)["step_ms"]
+    out = subprocess.run(
+        [str(binary), mode, str(steps), "--json"], capture_output=True, text=True, env={**os.environ, **env}
+    )
+    step_ms: list[float] = json.loads(out.stdout)["step_ms"]
+    return step_ms
 
 
 def python_driven(mode: str, steps: int, env: dict[str, str]) -> list[float]:
-    params = {**P10_DEFAULTS, "steps": steps,
-              "checkpoints": [p for p in P10_DEFAULTS["checkpoints"] if p < steps] + [steps]}
+    params = P10Params().with_steps(steps).model_dump()
     record = execute(RunRequest("overhead", "p10", "burn", mode, params, 3600, env))
-    return record.get("step_ms") or []
+    return record.step_ms
+
+
+def _spread(values: list[float]) -> float:
+    return (max(values) - min(values)) / statistics.median(values)
 
 
 def steady_median(step_ms: list[float], warmup: int) -> float | None:
@@ -65,15 +72,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5, help="interleaved native/python runs per mode")
     parser.add_argument("--mode", action="append", choices=MODES)
-    parser.add_argument("--malloc", choices=("fixed", "default"), default="fixed",
-                        help="glibc malloc settings for both processes (see the module docstring)")
+    parser.add_argument(
+        "--malloc",
+        choices=("fixed", "default"),
+        default="fixed",
+        help="glibc malloc settings for both processes (see the module docstring)",
+    )
     args = parser.parse_args(argv)
     env = FIXED_MALLOC if args.malloc == "fixed" else {}
     binary = build_native()
     print(f"malloc: {args.malloc} {env or ''}")
     print(f"per-step median after step {args.warmup}, {args.steps} steps, {args.repeats} interleaved runs each;")
     print("'spread' is (max - min) / median of one side's run medians: the noise floor of the comparison")
-    print(f"{'mode':15} {'native ms':>10} {'python ms':>10} {'python/native':>14} {'native spread':>14} {'python spread':>14}")
+    print(
+        f"{'mode':15} {'native ms':>10} {'python ms':>10} {'python/native':>14} {'native spread':>14} {'python spread':>14}"
+    )
     for mode in args.mode or MODES:
         nat: list[float | None] = []
         py: list[float | None] = []
@@ -81,12 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             nat.append(steady_median(native(binary, mode, args.steps, env), args.warmup))
             py.append(steady_median(python_driven(mode, args.steps, env), args.warmup))
             print(f"  {mode}: native {nat[-1]}, python {py[-1]}", file=sys.stderr, flush=True)
-        if None in nat or None in py:
+        nat_ok, py_ok = [v for v in nat if v is not None], [v for v in py if v is not None]
+        if len(nat_ok) < len(nat) or len(py_ok) < len(py):
             print(f"{mode:15} {'-':>10} {'-':>10} {'-':>14}  (ends before step {args.warmup + 1})")
             continue
-        n, p = statistics.median(nat), statistics.median(py)
-        spread = lambda xs: (max(xs) - min(xs)) / statistics.median(xs)
-        print(f"{mode:15} {n:10.3f} {p:10.3f} {p / n:14.3f} {spread(nat):14.1%} {spread(py):14.1%}")
+        n, p = statistics.median(nat_ok), statistics.median(py_ok)
+        print(f"{mode:15} {n:10.3f} {p:10.3f} {p / n:14.3f} {_spread(nat_ok):14.1%} {_spread(py_ok):14.1%}")
     return 0
 
 

@@ -1,24 +1,48 @@
-"""The results document: schema version, provenance, runs, expectations."""
+"""The results document: make one (provenance, summary) and read one back
+(`check --json` files, `report` bundles, history entries), migrating older
+schema versions. Everything read is validated by the typed model, so what the
+report and the comparisons read is what the schema promised.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import subprocess
+from pathlib import Path
+from typing import Any
 
-from .execute import PROJECT_ROOT
+from pydantic import ValidationError
+
+from .errors import BadInput
+from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
+from .model import migrate
+from .model.base import describe_errors, quote
+from .model.results import (
+    BUNDLE_KEY,
+    BUNDLE_VERSION,
+    SCHEMA_VERSION,
+    Bundle,
+    Provenance,
+    ResultsDocument,
+    RunRecord,
+    Skipped,
+    Summary,
+    Verdict,
+)
+from .paths import PROJECT_ROOT
 from .procinfo import cpu_model
 
-SCHEMA_VERSION = 1
+SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)
 
 
 def _git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -26,12 +50,12 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _probe_info() -> dict:
+def _probe_info() -> dict[str, Any]:
     if importlib.util.find_spec("runner._probe") is None:
         return {}
     from . import _probe
 
-    return _probe.build_info()
+    return dict(_probe.build_info())
 
 
 def _distribution_version(name: str) -> str | None:
@@ -41,44 +65,120 @@ def _distribution_version(name: str) -> str | None:
         return None
 
 
-def provenance(started: dt.datetime, finished: dt.datetime, runs: list[dict] | None = None) -> dict:
+def provenance(started: dt.datetime, finished: dt.datetime, runs: list[RunRecord] | None = None) -> Provenance:
     probe = _probe_info()
-    ran = sorted({(r.get("versions") or {}).get("burn") for r in runs or []} - {None})
-    return {
+    ran = sorted({r.versions.get("burn") for r in runs or []} - {None})  # type: ignore[type-var]
+    return Provenance(
         # The burn version the runs report; the installed probe's when none ran.
-        "burn": ", ".join(ran) if ran else probe.get("burn"),
-        "probe_profile": probe.get("profile"),
-        "torch": _distribution_version("torch"),
-        "rustc": probe.get("rustc"),
-        "python": platform.python_version(),
-        "cpu": cpu_model(),
-        "machine": platform.machine(),
-        "system": f"{platform.system()} {platform.release()}",
-        "cores": os.cpu_count(),
-        "git_commit": _git_commit(),
-        "started": started.isoformat(timespec="seconds"),
-        "finished": finished.isoformat(timespec="seconds"),
-    }
+        burn=", ".join(v for v in ran if v) if ran else probe.get("burn"),
+        probe_profile=probe.get("profile"),
+        torch=_distribution_version("torch"),
+        rustc=probe.get("rustc"),
+        python=platform.python_version(),
+        cpu=cpu_model(),
+        machine=platform.machine(),
+        system=f"{platform.system()} {platform.release()}",
+        cores=os.cpu_count(),
+        git_commit=_git_commit(),
+        started=started.replace(microsecond=0),
+        finished=finished.replace(microsecond=0),
+    )
 
 
-def summary(runs: list[dict], expectations: list[dict]) -> dict:
-    failed = sum(not e["passed"] for e in expectations)
-    return {"runs": len(runs), "expectations": len(expectations),
-            "passed": len(expectations) - failed, "failed": failed}
-
-
-def document(runs: list[dict], expectations: list[dict], started: dt.datetime,
-             finished: dt.datetime, not_applicable: list[dict] | None = None) -> dict:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "provenance": provenance(started, finished, runs),
-        "summary": summary(runs, expectations),
-        "runs": runs,
-        "expectations": expectations,
-        # Expectations limited to other burn versions (`burn_versions`), not checked.
-        "not_applicable": not_applicable or [],
-    }
+def document(
+    runs: list[RunRecord],
+    expectations: list[Verdict],
+    started: dt.datetime,
+    finished: dt.datetime,
+    not_applicable: list[Skipped] | None = None,
+) -> ResultsDocument:
+    return ResultsDocument(
+        schema_version=SCHEMA_VERSION,
+        provenance=provenance(started, finished, runs),
+        summary=Summary.of(runs, expectations),
+        runs=runs,
+        expectations=expectations,
+        not_applicable=not_applicable or [],
+    )
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
+
+
+def dump(doc: ResultsDocument | Bundle) -> str:
+    return doc.model_dump_json(indent=1) + "\n"
+
+
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def _invalid(source: str, err: ValidationError, root: type[ResultsDocument] | type[Bundle]) -> BadInput:
+    lines = describe_errors(err, root)
+    return BadInput(f"{source}: " + f"; {source}: ".join(lines))
+
+
+def validate(data: Any, source: str) -> ResultsDocument:
+    """A parsed results document of any supported version, as the current model."""
+    if not isinstance(data, dict):
+        raise BadInput(
+            f"{source}: top level: expected a results document (an object), "
+            f"got {_JSON_TYPES.get(type(data), type(data).__name__)}"
+        )
+    if "schema_version" not in data:
+        keys = ", ".join(sorted(data)[:8]) or "none"
+        raise BadInput(
+            f"{source}: schema_version: missing: not a results document of this runner (top-level keys: {keys})"
+        )
+    version = data["schema_version"]
+    if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
+        raise BadInput(
+            f"{source}: schema_version: {quote(version, 40)} is not supported; this runner "
+            f"reads {', '.join(map(str, SUPPORTED_VERSIONS))}"
+        )
+    try:
+        current = migrate.to_current(data)
+    except migrate.MigrationError as err:
+        raise BadInput(f"{source}: schema_version {version}: {err}") from None
+    try:
+        return ResultsDocument.model_validate_json(json.dumps(current, allow_nan=False))
+    except ValidationError as err:
+        raise _invalid(source, err, ResultsDocument) from None
+    except ValueError as err:  # a NaN or infinity that slipped into a migrated document
+        raise BadInput(f"{source}: {err}") from None
+
+
+def parse_results(text: str, source: str) -> list[ResultsDocument]:
+    """The results documents in one file's text (a bundle holds several)."""
+    data = parse_json(text, source, "results file")
+    if isinstance(data, dict) and BUNDLE_KEY in data:
+        if data[BUNDLE_KEY] not in (1, BUNDLE_VERSION) or isinstance(data[BUNDLE_KEY], bool):
+            raise BadInput(
+                f"{source}: {BUNDLE_KEY}: {quote(data[BUNDLE_KEY], 40)} is not supported; "
+                f"this runner reads 1, {BUNDLE_VERSION}"
+            )
+        docs = data.get("results")
+        if not isinstance(docs, list) or not docs:
+            raise BadInput(f"{source}: results: expected a non-empty array of results documents")
+        return [validate(doc, f"{source}: results[{i}]") for i, doc in enumerate(docs)]
+    return [validate(data, source)]
+
+
+def load_results(path: Path) -> list[ResultsDocument]:
+    """The results documents in one file."""
+    return parse_results(read_text(path, "results file", MAX_RESULTS_BYTES), str(path))
+
+
+def bundle(docs: list[ResultsDocument]) -> ResultsDocument | Bundle:
+    """What `results.json` holds: the document itself, or a bundle of several."""
+    if len(docs) == 1:
+        return docs[0]
+    return Bundle(merged_results_schema_version=BUNDLE_VERSION, results=docs)

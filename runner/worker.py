@@ -16,6 +16,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 from .atomic import write_json
 from .frameworks import adapter_for
@@ -26,13 +27,13 @@ def main(argv: list[str]) -> int:
     spec = json.loads(Path(spec_path).read_text())
     progress = os.fdopen(int(progress_fd), "w", buffering=1, encoding="utf-8")
 
-    def on_checkpoint(checkpoint: dict) -> None:
+    def on_checkpoint(checkpoint: dict[str, Any]) -> None:
         try:
             progress.write(json.dumps({"event": "checkpoint", **checkpoint}) + "\n")
         except (BrokenPipeError, ValueError):
             pass  # the parent stopped listening; the run itself goes on
 
-    record: dict = {"versions": {}}
+    record: dict[str, Any] = {"versions": {}}
     try:
         adapter = importlib.import_module(adapter_for(spec["kind"], spec["framework"]).module)
         record["versions"] = adapter.versions()

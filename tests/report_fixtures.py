@@ -46,8 +46,7 @@ def on_aarch64(doc: dict) -> dict:
     """TEST fixture: the same results with only the provenance rewritten to
     another machine (an aarch64 host). Not a real aarch64 run."""
     out = copy.deepcopy(doc)
-    out["provenance"].update(cpu="Neoverse-N1 (test fixture)", machine="aarch64", cores=4,
-                             system="Linux 6.1.0-test")
+    out["provenance"].update(cpu="Neoverse-N1 (test fixture)", machine="aarch64", cores=4, system="Linux 6.1.0-test")
     return out
 
 

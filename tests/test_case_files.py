@@ -7,6 +7,7 @@ import pytest
 
 from runner import cases
 from runner.errors import BadInput
+from runner.model.case import Bounds, Windows
 
 MINIMAL = """
 kind = "p10"
@@ -45,9 +46,10 @@ def test_the_shipped_cases_load():
 
 def test_minimal_case_gets_the_seed_defaults(tmp_path):
     case = cases.load_case(write(tmp_path, MINIMAL))
-    assert case.params["d_in"] == 512 and case.params["ema_decay"] == 0.99
-    assert case.windows == cases.Windows(50, 150, 200)
-    assert case.run("burn/detach").expect.slowdown_ratio == cases.Bounds(min=2.0)
+    assert case.params.d_in == 512 and case.params.ema_decay == 0.99
+    assert case.params.checkpoints == [1, 50, 100, 200, 400]
+    assert case.windows == Windows(warmup=50, reference=150, last=200)
+    assert case.run("burn/detach").expect.slowdown_ratio == Bounds(min=2.0)
 
 
 @pytest.mark.parametrize(
@@ -56,25 +58,43 @@ def test_minimal_case_gets_the_seed_defaults(tmp_path):
         (lambda s: s.replace('kind = "p10"', 'kind = "p10"\ncolour = 1'), ["colour", "unknown key", "valid keys"]),
         (lambda s: s.replace('kind = "p10"', 'kind = "p11"'), ["kind", "'p11'", "valid: p10"]),
         (lambda s: s.replace('kind = "p10"', "kind = = 1"), ["not valid TOML", "line 2"]),
-        (lambda s: s.replace("steps = 400", 'steps = "400"'), ["params.steps", "must be int", "string"]),
-        (lambda s: s.replace("steps = 400", "steps = 0"), ["params.steps", ">= 1"]),
-        (lambda s: s.replace("steps = 400", "steps = 400\nd_in = true"), ["params.d_in", "boolean"]),
+        (lambda s: s.replace("steps = 400", 'steps = "400"'), ["params.steps", "valid integer", "'400'"]),
+        (lambda s: s.replace("steps = 400", "steps = 0"), ["params.steps", "greater than or equal to 1"]),
+        (lambda s: s.replace("steps = 400", "steps = 400\nd_in = true"), ["params.d_in", "valid integer", "got True"]),
         (lambda s: s.replace("steps = 400", "steps = 400\ncheckpoints = [5, 3]"), ["params.checkpoints", "increasing"]),
-        (lambda s: s.replace("steps = 400", "steps = 400\ncheckpoints = [500]"), ["params.checkpoints", "from 1 to steps (400)"]),
+        (
+            lambda s: s.replace("steps = 400", "steps = 400\ncheckpoints = [500]"),
+            ["params.checkpoints", "from 1 to steps (400)"],
+        ),
         (lambda s: s.replace("steps = 400", "steps = 300"), ["windows", "400", "more than the 300 steps"]),
-        (lambda s: s.replace('mode = "detach"\nexpect', 'mode = "without"\nexpect').replace(
-            'framework = "burn"', 'framework = "torch"', 1), ["runs[0].mode", "'without'", "detach, target, log, ema-only"]),
-        (lambda s: s.replace('framework = "burn"', 'framework = "jax"'), ["runs[0].framework", "torch, burn"]),
-        (lambda s: s.replace('outcome = "ok"', 'outcome = "fine"'), ["runs[0].expect.outcome", "ok, panic, error, crash, timeout"]),
-        (lambda s: s.replace("tracked = true", "tracked = 1"), ["runs[0].expect.tracked", "must be bool"]),
-        (lambda s: s.replace("{ min = 2 }", "{ least = 2 }"), ["runs[0].expect.slowdown_ratio", "least", "min, max"]),
+        (
+            lambda s: s.replace('mode = "detach"\nexpect', 'mode = "without"\nexpect').replace(
+                'framework = "burn"', 'framework = "torch"', 1
+            ),
+            ["runs[0].mode", "'without'", "detach, target, log, ema-only"],
+        ),
+        (
+            lambda s: s.replace('framework = "burn"', 'framework = "jax"'),
+            ["runs[0].framework", "'torch' or 'burn'", "'jax'"],
+        ),
+        (
+            lambda s: s.replace('outcome = "ok"', 'outcome = "fine"'),
+            ["runs[0].expect.outcome", "'ok', 'panic', 'error', 'crash' or 'timeout'"],
+        ),
+        (lambda s: s.replace("tracked = true", "tracked = 1"), ["runs[0].expect.tracked", "valid boolean", "got 1"]),
+        (
+            lambda s: s.replace("{ min = 2 }", "{ least = 2 }"),
+            ["runs[0].expect.slowdown_ratio.least", "unknown key", "max, min"],
+        ),
         (lambda s: s.replace("{ min = 2 }", "{ min = 3, max = 2 }"), ["slowdown_ratio", "greater than max"]),
         (lambda s: s.replace('a = "torch/detach"', 'a = "torch/without"'), ["pairs[0].a", "not a run of this case"]),
         (lambda s: s.replace('differ = ["tracked"]', 'differ = ["speed"]'), ["pairs[0].differ", "'speed'", "grows"]),
         (lambda s: s.replace('reason = "r"', ""), ["pairs[0].reason", "missing"]),
         (lambda s: s + '[[runs]]\nframework = "burn"\nmode = "detach"\n', ["runs[2]", "burn/detach is listed twice"]),
-        (lambda s: s.replace('expect = { outcome = "ok",', 'expect = { outcome = "ok", panic_step = 2,'),
-         ["panic_step/panic_message need outcome"]),
+        (
+            lambda s: s.replace('expect = { outcome = "ok",', 'expect = { outcome = "ok", panic_step = 2,'),
+            ["panic_step/panic_message need outcome"],
+        ),
     ],
 )
 def test_bad_case_files_name_file_and_key(tmp_path, edit, fragments):
@@ -97,20 +117,20 @@ def test_unreadable_and_missing_files(tmp_path):
         cases.load_case(tmp_path / "missing.toml")
     binary = tmp_path / "b.toml"
     binary.write_bytes(b"\xff\xfe\x00kind")
-    with pytest.raises(BadInput, match="cannot read case file"):
+    with pytest.raises(BadInput, match="not UTF-8 text"):
         cases.load_case(binary)
 
 
 def test_resolve_by_name_and_unknown_name():
     assert cases.resolve("p10_ema") == cases.CASES_DIR / "p10_ema.toml"
-    with pytest.raises(BadInput, match="known cases: p10_ema"):
+    with pytest.raises(BadInput, match=r"known cases: .*p10_ema"):
         cases.resolve("p99")
 
 
 def test_steps_override_drops_late_checkpoints_and_checks_windows():
     case = cases.load_case(cases.resolve("p10_ema"))
     short = cases.with_steps(case, 600)
-    assert short.params["checkpoints"] == [1, 50, 100, 200, 500, 600]
+    assert short.params.checkpoints == [1, 50, 100, 200, 500, 600]
     assert short.windows.last_range(600) == (401, 600)
     with pytest.raises(BadInput, match="--steps 300"):
         cases.with_steps(case, 300)
@@ -120,9 +140,9 @@ def test_select_filters_runs_and_keeps_only_whole_pairs():
     case = cases.load_case(cases.resolve("p10_ema"))
     burn = cases.select(case, ["burn"], None)
     assert {r.framework for r in burn.runs} == {"burn"}
-    assert [(p.a, p.b) for p in burn.pairs] == [("burn/without", "burn/detach")]
+    assert [(str(p.a), str(p.b)) for p in burn.pairs] == [("burn/without", "burn/detach")]
     detach = cases.select(case, None, ["detach"])
     assert {r.key for r in detach.runs} == {"torch/detach", "burn/detach"}
-    assert [(p.a, p.b) for p in detach.pairs] == [("torch/detach", "burn/detach")]
+    assert [(str(p.a), str(p.b)) for p in detach.pairs] == [("torch/detach", "burn/detach")]
     with pytest.raises(BadInput, match="--mode: unknown mode 'fast'"):
         cases.select(case, None, ["fast"])

@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "runner", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize(
@@ -23,7 +24,7 @@ def run_cli(*args, timeout=600):
         (["check", "--framework", "jax"], "argument --framework: invalid choice: 'jax'"),
         (["check", "--steps", "0"], "argument --steps: must be a positive integer, got 0"),
         (["check", "--steps", "many"], "argument --steps: must be a positive integer, got 'many'"),
-        (["check", "--timeout", "-1"], "argument --timeout: must be greater than 0"),
+        (["check", "--timeout", "-1"], "argument --timeout: must be a number of seconds above 0"),
         (["check", "--mode", "fast"], "--mode: unknown mode 'fast'"),
         (["check", "--steps", "100"], "--steps 100 with"),
         (["check", "p99"], "case 'p99'"),
@@ -53,8 +54,11 @@ def test_bad_case_file_exits_2_naming_file_line_and_key(tmp_path):
 
 def test_missing_framework_exits_3(monkeypatch, capsys):
     adapter = frameworks.ADAPTERS[("p10", "torch")]
-    monkeypatch.setitem(frameworks.ADAPTERS, ("p10", "torch"),
-                        frameworks.Adapter(**{**adapter.__dict__, "requirement": "no_such_torch_module"}))
+    monkeypatch.setitem(
+        frameworks.ADAPTERS,
+        ("p10", "torch"),
+        frameworks.Adapter(**{**adapter.__dict__, "requirement": "no_such_torch_module"}),
+    )
     code = cli.main(["check", "--framework", "torch", "--steps", "400"])
     assert code == 3
     assert "torch is not available here" in capsys.readouterr().err
@@ -62,12 +66,24 @@ def test_missing_framework_exits_3(monkeypatch, capsys):
 
 def test_check_writes_results_json_atomically_and_exits_0(tmp_path):
     out_path = tmp_path / "nested" / "results.json"
-    out = run_cli("check", "p10_ema", "--framework", "burn", "--mode", "without", "--mode", "target",
-                  "--steps", "400", "--json", str(out_path))
+    out = run_cli(
+        "check",
+        "p10_ema",
+        "--framework",
+        "burn",
+        "--mode",
+        "without",
+        "--mode",
+        "target",
+        "--steps",
+        "400",
+        "--json",
+        str(out_path),
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads(out_path.read_text())
     assert [p.name for p in out_path.parent.iterdir()] == ["results.json"]  # no temp file left
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert {(r["mode"], r["outcome"]) for r in doc["runs"]} == {("without", "ok"), ("target", "panic")}
     target = next(r for r in doc["runs"] if r["mode"] == "target")
     assert target["panic"]["step"] == 3 and "consumed" in target["panic"]["message"]
@@ -85,7 +101,7 @@ def test_a_failed_expectation_exits_1(tmp_path):
     case.write_text(
         'kind = "p10"\n[params]\nd_in = 16\nd_out = 16\nbatch = 4\nsteps = 400\n'
         '[[runs]]\nframework = "burn"\nmode = "detach"\n'
-        'expect = { tracked = false }\n'  # burn 0.22.1's detach EMA is tracked
+        "expect = { tracked = false }\n"  # burn 0.22.1's detach EMA is tracked
     )
     out = run_cli("check", str(case), "-q")
     assert out.returncode == 1, out.stdout + out.stderr

@@ -13,7 +13,7 @@ import pytest
 from report_fixtures import SAMPLE_1, SAMPLE_2, report, snapshot
 
 from runner import atomic
-from runner.report import documents
+from runner.results import load_results
 
 # The order `report` writes in; history entries come last.
 WRITES = ["results.json", "report.md", "report.html", "history entry"]
@@ -33,6 +33,7 @@ class InterruptingOs:
                 raise KeyboardInterrupt
             self.count += 1
             return real(*args)
+
         return interrupted
 
 
@@ -66,7 +67,7 @@ def test_interrupted_at_each_rename(tmp_path, monkeypatch, capsys, at):
     assert len(history) == 1  # the second run is never recorded without its report
     for name in history:
         assert after[name] == before[name]
-        documents.load_results(out / name)
+        load_results(out / name)
 
 
 def test_interrupted_while_writing_a_temporary_file(tmp_path, monkeypatch):
@@ -85,7 +86,9 @@ def test_uninterrupted_run_replaces_everything(tmp_path):
     report("--from-results", SAMPLE_2, "--out", out)
     after = snapshot(out)
     assert all(after[name] != before[name] for name in WRITES[:3])
-    assert len([n for n in after if n.startswith("history/")]) == len([n for n in before if n.startswith("history/")]) + 1
+    assert (
+        len([n for n in after if n.startswith("history/")]) == len([n for n in before if n.startswith("history/")]) + 1
+    )
 
 
 def test_written_files_get_the_usual_mode_not_owner_only(tmp_path):

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, report, save
 
+pytestmark = pytest.mark.browser
+
 WIDTH = 1300
 
 MEASURE = """
@@ -61,9 +63,21 @@ def chromium() -> str:
 
 def run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     out = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--no-first-run", "--force-device-scale-factor=1", f"--user-data-dir={tmp_path / 'profile'}",
-         *args], capture_output=True, text=True, timeout=120)
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--force-device-scale-factor=1",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out
 
@@ -73,8 +87,8 @@ def read_png(data: bytes) -> tuple[int, int, list[bytes], int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, compressed = 8, b""
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         pos += 12 + length
         if kind == b"IHDR":
             width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
@@ -85,7 +99,7 @@ def read_png(data: bytes) -> tuple[int, int, list[bytes], int]:
     raw, stride = zlib.decompress(compressed), width * bpp
     rows, prev, i = [], bytearray(stride), 0
     for _ in range(height):
-        kind, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        kind, line = raw[i], bytearray(raw[i + 1 : i + 1 + stride])
         i += 1 + stride
         for x in range(stride):
             a = line[x - bpp] if x >= bpp else 0
@@ -112,7 +126,7 @@ def coloured_pixels(rows: list[bytes], bpp: int, box: dict) -> int:
     for y in range(int(box["y"]) + 2, int(box["y"] + box["h"]) - 2):
         row = rows[y]
         for x in range(int(box["x"]) + 2, int(box["x"] + box["w"]) - 2):
-            r, g, b = row[x * bpp:x * bpp + 3]
+            r, g, b = row[x * bpp : x * bpp + 3]
             count += max(r, g, b) - min(r, g, b) > 60
     return count
 
@@ -128,15 +142,18 @@ def page(tmp_path_factory):
     html = (out / "report.html").read_text()
     measured = tmp / "measured.html"
     measured.write_text(html.replace("</body>", MEASURE + "</body>"))
-    dom = run_chromium(tmp, f"--window-size={WIDTH},1000", "--virtual-time-budget=5000", "--dump-dom",
-                       measured.as_uri()).stdout
+    dom = run_chromium(
+        tmp, f"--window-size={WIDTH},1000", "--virtual-time-budget=5000", "--dump-dom", measured.as_uri()
+    ).stdout
     found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
     assert found, dom[-2000:]
-    layout = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&")
-                        .replace("&lt;", "<").replace("&gt;", ">"))
+    layout = json.loads(
+        found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    )
     shot = tmp / "report.png"
-    run_chromium(tmp, f"--window-size={WIDTH},{layout['height']}", f"--screenshot={shot}",
-                 (out / "report.html").as_uri())
+    run_chromium(
+        tmp, f"--window-size={WIDTH},{layout['height']}", f"--screenshot={shot}", (out / "report.html").as_uri()
+    )
     return html, layout, shot
 
 
@@ -171,5 +188,5 @@ def test_the_screenshot_shows_every_plot(page):
         inside = coloured_pixels(rows, bpp, plot["area"])
         assert inside > 1500, (plot["id"], inside)  # coloured line pixels drawn in the plot area
     # and the page as a whole is not blank
-    colours = {row[x:x + 3] for row in rows[::25] for x in range(0, width * bpp, bpp * 7)}
+    colours = {row[x : x + 3] for row in rows[::25] for x in range(0, width * bpp, bpp * 7)}
     assert len(colours) > 50

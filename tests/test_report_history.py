@@ -8,9 +8,11 @@ import json
 
 from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, only_passing, report, save, shifted
 
+from runner.model.results import ResultsDocument
 from runner.report import changes as changes_module
 from runner.report.history import MARKER, NAME
 from runner.report.machines import fingerprint
+from runner.results import load_results, validate
 
 
 def test_fingerprint_is_stable_and_only_about_the_machine():
@@ -34,17 +36,21 @@ def test_two_real_runs_of_one_machine_are_compared(tmp_path, capsys):
     fp = fingerprint(load(SAMPLE_1)["provenance"])
     assert entries == [f"20261129T070238Z__burn-0.22.1__{fp}.json", f"20261129T070829Z__burn-0.22.1__{fp}.json"]
     assert all(NAME.match(name) for name in entries)
-    assert json.loads((history / entries[0]).read_text()) == load(SAMPLE_1)
+    assert load_results(history / entries[0]) == load_results(SAMPLE_1)
 
     md = (out / "report.md").read_text()
     assert f"compared with `{entries[0]}` (burn 0.22.1, commit 2a4b3d9e6e): 11 change(s)" in md
     # what really changed between the two runs: torch's RSS growth came back under 1 MiB/1000 steps...
-    assert ("expectation flipped: p10_ema torch/detach rss_growth_mib_per_1000: does not hold -> holds "
-            "(expected <= 1; observed 1.96 -> -0.815)") in md
+    assert (
+        "expectation flipped: p10_ema torch/detach rss_growth_mib_per_1000: does not hold -> holds "
+        "(expected <= 1; observed 1.96 -> -0.815)"
+    ) in md
     assert md.count("expectation flipped") == 3
     # ...the case file was edited in between (commit 401a3e9): slowdown bounds 1.5 -> 2 on 8 runs...
-    assert ("expectation changed: p10_ema burn/log slowdown_ratio: expected <= 1.5 -> expected <= 2 "
-            "(holds both times; observed 1.01 -> 0.933)") in md
+    assert (
+        "expectation changed: p10_ema burn/log slowdown_ratio: expected <= 1.5 -> expected <= 2 "
+        "(holds both times; observed 1.01 -> 0.933)"
+    ) in md
     assert md.count("expectation changed") == 8
     # ...while burn's ema-only step (0.1 ms) ran 1.64x faster in the reference window:
     # under the rule's 2x floor (machine drift), so not a change
@@ -77,6 +83,10 @@ def test_history_folder_can_live_elsewhere(tmp_path):
     assert (tmp_path / "h" / MARKER).exists() and len(list((tmp_path / "h").iterdir())) == 2
 
 
+def typed(doc: dict) -> ResultsDocument:
+    return validate(doc, "test fixture")
+
+
 def by_kind(found):
     return {(c.kind, c.subject) for c in found}
 
@@ -86,11 +96,12 @@ def test_every_kind_of_change_is_listed():
     after = copy.deepcopy(before)  # TEST fixture: edits of a real run, one per kind of change
     runs = {(r["framework"], r["mode"]): r for r in after["runs"]}
     runs["burn", "log"]["outcome"] = "crash"
+    runs["burn", "log"]["crash"] = {"signal": "SIGSEGV", "exit_code": None, "stderr_tail": ""}
     runs["burn", "target"]["panic"]["message"] = "some other panic"
     runs["torch", "log"]["metrics"]["tracked"] = True
     detach = runs["burn", "detach"]
     first, last = detach["metrics"]["last_window"]
-    detach["step_ms"][first - 1: last] = [v * 3 for v in detach["step_ms"][first - 1: last]]
+    detach["step_ms"][first - 1 : last] = [v * 3 for v in detach["step_ms"][first - 1 : last]]
     after["runs"].remove(runs["torch", "ema-only"])
     extra = copy.deepcopy(runs["burn", "without"])
     extra["mode"] = "new-mode"
@@ -101,7 +112,7 @@ def test_every_kind_of_change_is_listed():
     edited["expected"] = 4
     after["expectations"].pop()
 
-    found = changes_module.changes(before, after)
+    found = changes_module.changes(typed(before), typed(after))
     assert by_kind(found) == {
         ("outcome changed", "p10_ema burn/log"),
         ("panic changed", "p10_ema burn/target"),
@@ -113,7 +124,7 @@ def test_every_kind_of_change_is_listed():
         ("expectation changed", "p10_ema burn/target panic_step"),
         ("expectation vanished", "p10_ema torch/target ~ burn/target-without pair same: grows"),
     }
-    assert changes_module.changes(before, copy.deepcopy(before)) == []
+    assert changes_module.changes(typed(before), typed(copy.deepcopy(before))) == []
 
 
 def test_step_time_within_noise_is_not_a_change():
@@ -121,8 +132,8 @@ def test_step_time_within_noise_is_not_a_change():
     after = copy.deepcopy(before)  # TEST fixture: burn/detach's last window 20 % slower
     detach = next(r for r in after["runs"] if (r["framework"], r["mode"]) == ("burn", "detach"))
     first, last = detach["metrics"]["last_window"]
-    detach["step_ms"][first - 1: last] = [v * 1.2 for v in detach["step_ms"][first - 1: last]]
-    assert changes_module.changes(before, after) == []
+    detach["step_ms"][first - 1 : last] = [v * 1.2 for v in detach["step_ms"][first - 1 : last]]
+    assert changes_module.changes(typed(before), typed(after)) == []
 
 
 def test_two_machines_give_one_column_set_each(tmp_path):
@@ -130,8 +141,10 @@ def test_two_machines_give_one_column_set_each(tmp_path):
     arm = save(tmp_path / "arm.json", arm_doc)
     x86_fp, arm_fp = fingerprint(load(SAMPLE_2)["provenance"]), fingerprint(arm_doc["provenance"])
     history = tmp_path / "history"
-    yesterday = [save(tmp_path / "x86_y.json", shifted(load(SAMPLE_2), days=-1)),
-                 save(tmp_path / "arm_y.json", shifted(arm_doc, days=-1))]
+    yesterday = [
+        save(tmp_path / "x86_y.json", shifted(load(SAMPLE_2), days=-1)),
+        save(tmp_path / "arm_y.json", shifted(arm_doc, days=-1)),
+    ]
     assert report("--from-results", *yesterday, "--out", tmp_path / "y", "--history", history) == 0
 
     out = tmp_path / "out"
@@ -141,8 +154,10 @@ def test_two_machines_give_one_column_set_each(tmp_path):
     assert header.count("outcome") == 2
     assert f"x86_64 {x86_fp[:6]}: outcome" in header and f"aarch64 {arm_fp[:6]}: outcome" in header
     for fp in (x86_fp, arm_fp):  # each machine against its own previous run
-        assert (f"{fp[:6]}` compared with `20261128T070829Z__burn-0.22.1__{fp}.json` "
-                "(burn 0.22.1, commit 401a3e9da5): nothing changed") in md
+        assert (
+            f"{fp[:6]}` compared with `20261128T070829Z__burn-0.22.1__{fp}.json` "
+            "(burn 0.22.1, commit 401a3e9da5): nothing changed"
+        ) in md
     html = (out / "report.html").read_text()
     for fp in (x86_fp, arm_fp):
         assert f'id="steps-p10_ema-{fp}"' in html and f'id="rss-p10_ema-{fp}"' in html
@@ -153,9 +168,10 @@ def test_two_machines_give_one_column_set_each(tmp_path):
     assert len(names) == 4 and {n.split("__")[2][:10] for n in names} == {x86_fp, arm_fp}
 
     # the bundle reads back: the same runs, not recorded twice, compared as before
-    assert report("--from-results", out / "results.json", "--out", tmp_path / "again",
-                  "--history", history) == 0
-    assert (tmp_path / "again" / "report.md").read_text().count("(burn 0.22.1, commit 401a3e9da5): nothing changed") == 2
+    assert report("--from-results", out / "results.json", "--out", tmp_path / "again", "--history", history) == 0
+    assert (tmp_path / "again" / "report.md").read_text().count(
+        "(burn 0.22.1, commit 401a3e9da5): nothing changed"
+    ) == 2
     assert sorted(p.name for p in history.iterdir() if p.name != MARKER) == names
 
 

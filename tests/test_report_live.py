@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SMALL_CASE = """
@@ -43,10 +45,16 @@ reason = "without_autodiff() is burn's constant"
 
 
 def run_report(*args):
-    return subprocess.run([sys.executable, "-m", "runner", "report", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "report", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
+@pytest.mark.slow
 def test_two_nights_of_a_small_case(tmp_path):
     case = tmp_path / "small.toml"
     case.write_text(SMALL_CASE)
@@ -56,7 +64,10 @@ def test_two_nights_of_a_small_case(tmp_path):
     assert "[1/3] small: torch detach" in first.stderr  # progress as `check` prints it
     results = json.loads((out / "results.json").read_text())
     assert [(r["mode"], r["outcome"]) for r in results["runs"]] == [
-        ("detach", "ok"), ("target", "panic"), ("without", "ok")]
+        ("detach", "ok"),
+        ("target", "panic"),
+        ("without", "ok"),
+    ]
     assert len(results["runs"][2]["step_ms"]) == 400 and all(e["passed"] for e in results["expectations"])
 
     second = run_report(case, "--out", out)

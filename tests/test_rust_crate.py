@@ -14,12 +14,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+@pytest.mark.cargo
 def test_cargo_test_passes():
     env = dict(os.environ)
     env.setdefault("CARGO_TARGET_DIR", str(target_dir()))
     out = subprocess.run(
         ["cargo", "test", "--release", "-p", "rust_probe", "--locked"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     assert "test result: ok" in out.stdout

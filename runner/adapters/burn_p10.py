@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Callable
-
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
 from ..frameworks import adapter_for
 
-PROBE_PATH_ENV = adapter_for("p10", "burn").override_env
+PROBE_PATH_ENV = adapter_for("p10", "burn").override_env or "RUNNER_PROBE_PATH"
 
 
-def _load_probe():
+def _load_probe() -> ModuleType:
     """`runner._probe`, or the build named by RUNNER_PROBE_PATH (another burn release)."""
     path = os.environ.get(PROBE_PATH_ENV)
     if not path:
@@ -33,15 +34,14 @@ def _load_probe():
 
 _probe = _load_probe()
 MODES = tuple(_probe.MODES)
-_OUTCOMES = {"completed": "ok", "panic": "panic", "stopped": "stopped"}
 
 
-def versions() -> dict:
+def versions() -> dict[str, str]:
     info = _probe.build_info()
     return {"burn": info["burn"], "rustc": info["rustc"], "probe_profile": info["profile"]}
 
 
-def _checkpoint(raw: dict) -> dict:
+def _checkpoint(raw: dict[str, Any]) -> dict[str, Any]:
     return {
         "step": raw["step"],
         "ms_per_step": raw["ms_per_step"],
@@ -56,10 +56,12 @@ def _checkpoint(raw: dict) -> dict:
     }
 
 
-def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
+def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     raw = _probe.run_p10(mode, **params, progress=lambda c: progress(_checkpoint(c)))
+    # "stopped" (the progress callback asked to stop) cannot reach here: the
+    # callback's exception is re-raised by run_p10 and becomes outcome "error".
     return {
-        "outcome": _OUTCOMES[raw["outcome"]],
+        "outcome": "ok" if raw["outcome"] == "completed" else "panic",
         "panic": raw["panic"],
         "step_ms": raw["step_ms"],
         "checkpoints": [_checkpoint(c) for c in raw["checkpoints"]],

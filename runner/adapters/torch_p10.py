@@ -9,20 +9,22 @@ writes `x.matmul(ema)`.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from ..frameworks import adapter_for
 from ..procinfo import rss_bytes
 
-MODES = ("detach", "target", "log", "ema-only")
+MODES = adapter_for("p10", "torch").modes
 
 
-def versions() -> dict:
+def versions() -> dict[str, str]:
     return {"torch": torch.__version__}
 
 
-def _flags(t: torch.Tensor) -> dict:
+def _flags(t: torch.Tensor) -> dict[str, Any]:
     return {
         "requires_grad": bool(t.requires_grad),
         "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
@@ -30,7 +32,7 @@ def _flags(t: torch.Tensor) -> dict:
     }
 
 
-def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
+def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     if mode not in MODES:
         raise ValueError(f"mode: unknown torch p10 mode {mode!r}; valid: {', '.join(MODES)}")
     torch.set_num_threads(1)
@@ -45,7 +47,7 @@ def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
     ema = model.weight.detach()
 
     step_ms: list[float] = []
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     rss_samples: list[list[float]] = []
     rss_every = params.get("rss_every", 0)
     segment_start = 0
@@ -68,7 +70,9 @@ def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
         step_ms.append((time.perf_counter() - started) * 1e3)
 
         if rss_every and step % rss_every == 0 and rss_start is not None:
-            rss_samples.append([step, (rss_bytes() - rss_start) / 2**20])
+            now = rss_bytes()
+            if now is not None:
+                rss_samples.append([step, (now - rss_start) / 2**20])
 
         if step in checkpoints:
             segment = step_ms[segment_start:]
@@ -86,5 +90,4 @@ def run(mode: str, params: dict, progress: Callable[[dict], None]) -> dict:
             }
             records.append(record)
             progress(record)
-    return {"outcome": "ok", "panic": None, "step_ms": step_ms, "checkpoints": records,
-            "rss_samples": rss_samples}
+    return {"outcome": "ok", "panic": None, "step_ms": step_ms, "checkpoints": records, "rss_samples": rss_samples}

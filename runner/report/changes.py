@@ -13,97 +13,113 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import compare
-from .machines import expectation_key, run_key
-from .formatting import fmt
+from ..fmt import fmt, observed_text, panic_text
+from ..model.results import ResultsDocument, RunRecord, Verdict
 
 
 @dataclass(frozen=True)
 class Change:
-    kind: str      # see KINDS
-    subject: str   # "p10_ema burn/detach", or the expectation
+    kind: str  # see KINDS
+    subject: str  # "p10_ema burn/detach", or the expectation
     before: str
     after: str
     detail: str = ""
 
 
-KINDS = ("expectation flipped", "expectation changed", "expectation appeared", "expectation vanished",
-         "run appeared", "run vanished", "outcome changed", "panic changed",
-         "tracked changed", "step time changed")
+KINDS = (
+    "expectation flipped",
+    "expectation changed",
+    "expectation appeared",
+    "expectation vanished",
+    "run appeared",
+    "run vanished",
+    "outcome changed",
+    "panic changed",
+    "tracked changed",
+    "step time changed",
+)
 
 
 def _run_name(key: tuple[str, str, str]) -> str:
     return f"{key[0]} {key[1]}/{key[2]}"
 
 
-def expectation_name(item: dict) -> str:
-    subject = item.get("pair") or f"{item['framework']}/{item['mode']}"
-    return f"{item['case']} {subject} {item['check']}"
+def expectation_name(item: Verdict) -> str:
+    return f"{item.case} {item.subject} {item.check}"
 
 
-def _verdict(item: dict) -> str:
-    return "holds" if item["passed"] else "does not hold"
+def _verdict(item: Verdict) -> str:
+    return "holds" if item.passed else "does not hold"
 
 
-def _panic_text(run: dict) -> str | None:
-    panic = run.get("panic")
-    if not panic:
-        return None
-    return f"step {panic.get('step')}: {panic['message']}"
-
-
-def run_changes(key: tuple[str, str, str], before: dict, after: dict) -> list[Change]:
+def run_changes(key: tuple[str, str, str], before: RunRecord, after: RunRecord) -> list[Change]:
     name = _run_name(key)
     out = []
-    if before["outcome"] != after["outcome"]:
-        out.append(Change("outcome changed", name, before["outcome"], after["outcome"]))
-    elif _panic_text(before) != _panic_text(after):
-        out.append(Change("panic changed", name, _panic_text(before) or "-", _panic_text(after) or "-"))
-    tb, ta = before["metrics"]["tracked"], after["metrics"]["tracked"]
+    if before.outcome != after.outcome:
+        out.append(Change("outcome changed", name, before.outcome, after.outcome))
+    elif panic_text(before) != panic_text(after):
+        out.append(Change("panic changed", name, panic_text(before) or "-", panic_text(after) or "-"))
+    tb, ta = before.metrics.tracked, after.metrics.tracked
     if tb != ta:
         out.append(Change("tracked changed", name, fmt(tb), fmt(ta)))
     perf = compare.performance_change(before, after)
-    for window, w in perf["windows"].items():
-        if w["changed"]:
-            out.append(Change(
-                "step time changed", f"{name} ({window} window median)",
-                f"{w['median_before']:.3g} ms", f"{w['median_after']:.3g} ms",
-                f"x{w['factor']:.2f}, Mann-Whitney p = {w['p_value']:.2g}, n = {w['n'][0]}/{w['n'][1]} steps"))
+    for window, w in perf.windows.items():
+        if w.changed:
+            out.append(
+                Change(
+                    "step time changed",
+                    f"{name} ({window} window median)",
+                    f"{w.median_before:.3g} ms",
+                    f"{w.median_after:.3g} ms",
+                    f"x{w.factor:.2f}, Mann-Whitney p = {w.p_value:.2g}, n = {w.n[0]}/{w.n[1]} steps",
+                )
+            )
     return out
 
 
-def changes(before: dict, after: dict) -> list[Change]:
+def changes(before: ResultsDocument, after: ResultsDocument) -> list[Change]:
     """Every change from the document `before` to `after` (same machine)."""
     out: list[Change] = []
-    runs_before = {run_key(r): r for r in before["runs"]}
-    runs_after = {run_key(r): r for r in after["runs"]}
+    runs_before = {r.key: r for r in before.runs}
+    runs_after = {r.key: r for r in after.runs}
     for key, run in runs_after.items():
         if key not in runs_before:
-            out.append(Change("run appeared", _run_name(key), "-", run["outcome"]))
+            out.append(Change("run appeared", _run_name(key), "-", run.outcome))
         else:
             out.extend(run_changes(key, runs_before[key], run))
     for key, run in runs_before.items():
         if key not in runs_after:
-            out.append(Change("run vanished", _run_name(key), run["outcome"], "-"))
+            out.append(Change("run vanished", _run_name(key), run.outcome, "-"))
 
-    exp_before = {expectation_key(e): e for e in before["expectations"]}
-    exp_after = {expectation_key(e): e for e in after["expectations"]}
+    exp_before = {e.key: e for e in before.expectations}
+    exp_after = {e.key: e for e in after.expectations}
     for key, item in exp_after.items():
         old = exp_before.get(key)
         if old is None:
             out.append(Change("expectation appeared", expectation_name(item), "-", _verdict(item)))
-        elif old["passed"] != item["passed"]:
-            expected = fmt(item["expected"])
-            if old["expected"] != item["expected"]:
-                expected = f"{fmt(old['expected'])} -> {expected}"
-            out.append(Change("expectation flipped", expectation_name(item), _verdict(old),
-                              _verdict(item),
-                              f"expected {expected}; observed "
-                              f"{fmt(old['observed'])} -> {fmt(item['observed'])}"))
-        elif old["expected"] != item["expected"]:
-            out.append(Change("expectation changed", expectation_name(item),
-                              f"expected {fmt(old['expected'])}", f"expected {fmt(item['expected'])}",
-                              f"{_verdict(item)} both times; observed "
-                              f"{fmt(old['observed'])} -> {fmt(item['observed'])}"))
+        elif old.passed != item.passed:
+            expected = fmt(item.expected)
+            if old.expected != item.expected:
+                expected = f"{fmt(old.expected)} -> {expected}"
+            out.append(
+                Change(
+                    "expectation flipped",
+                    expectation_name(item),
+                    _verdict(old),
+                    _verdict(item),
+                    f"expected {expected}; observed {observed_text(old)} -> {observed_text(item)}",
+                )
+            )
+        elif old.expected != item.expected:
+            out.append(
+                Change(
+                    "expectation changed",
+                    expectation_name(item),
+                    f"expected {fmt(old.expected)}",
+                    f"expected {fmt(item.expected)}",
+                    f"{_verdict(item)} both times; observed {observed_text(old)} -> {observed_text(item)}",
+                )
+            )
     for key, item in exp_before.items():
         if key not in exp_after:
             out.append(Change("expectation vanished", expectation_name(item), _verdict(item), "-"))

@@ -21,11 +21,14 @@ import sys
 from pathlib import Path
 
 from .. import cases as case_files
-from ..atomic import write_json, write_text
+from ..argtypes import path
+from ..atomic import write_text
 from ..engine import check
 from ..errors import BadInput
-from ..terminal import ConsoleReporter
-from . import documents, html_page, markdown
+from ..model.results import ResultsDocument
+from ..progress import ConsoleReporter
+from ..results import bundle, dump, load_results
+from . import html_page, markdown
 from .changes import changes
 from .history import History
 from .machines import Machine, group
@@ -35,39 +38,56 @@ DEFAULT_OUT = Path("reports")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cases", nargs="*", metavar="CASE",
-                        help="case name (file in cases/) or path to a case file; default: every case")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
-                        help=f"write report.html, report.md and results.json here (default: {DEFAULT_OUT})")
-    parser.add_argument("--history", type=Path, metavar="DIR",
-                        help="history folder: each run is added, and compared with the previous run "
-                             "of the same machine (default: OUT/history)")
-    parser.add_argument("--from-results", type=Path, nargs="+", metavar="FILE",
-                        help="report on these results files (from `check --json` or `report`; several "
-                             "machines give one column set each) instead of running the cases")
+    parser.add_argument(
+        "cases",
+        nargs="*",
+        metavar="CASE",
+        help="case name (file in cases/) or path to a case file; default: every case",
+    )
+    parser.add_argument(
+        "--out",
+        type=path,
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"write report.html, report.md and results.json here (default: {DEFAULT_OUT})",
+    )
+    parser.add_argument(
+        "--history",
+        type=path,
+        metavar="DIR",
+        help="history folder: each run is added, and compared with the previous run "
+        "of the same machine (default: OUT/history)",
+    )
+    parser.add_argument(
+        "--from-results",
+        type=path,
+        nargs="+",
+        metavar="FILE",
+        help="report on these results files (from `check --json` or `report`; several "
+        "machines give one column set each) instead of running the cases",
+    )
 
 
-def _fresh_results(refs: list[str]) -> list[tuple[dict, str]]:
+def _fresh_results(refs: list[str]) -> list[tuple[ResultsDocument, str]]:
     doc = check(case_files.load_selected(refs), ConsoleReporter())
-    return [(documents.validate(doc, "this run's results"), "this run")]
+    return [(doc, "this run")]
 
 
-def _from_files(paths: list[Path]) -> list[tuple[dict, str]]:
-    return [(doc, str(path)) for path in paths for doc in documents.load_results(path)]
+def _from_files(paths: list[Path]) -> list[tuple[ResultsDocument, str]]:
+    return [(doc, str(p)) for p in paths for doc in load_results(p)]
 
 
 def _compare(history: History, machine: Machine) -> Comparison:
     previous = history.previous(machine)
     if previous is None:
-        return Comparison(None, note=f"no earlier run of this machine in {history.folder}; "
-                                     "nothing to compare with")
+        return Comparison(None, note=f"no earlier run of this machine in {history.folder}; nothing to compare with")
     before = previous.load()
-    return Comparison(previous, changes(before, machine.doc), before["provenance"])
+    return Comparison(previous, changes(before, machine.doc), before.provenance)
 
 
-def build(inputs: list[tuple[dict, str]], history: History) -> Report:
+def build(inputs: list[tuple[ResultsDocument, str]], history: History) -> Report:
     machines = group(inputs)
-    generated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     return Report(machines, [_compare(history, m) for m in machines], generated)
 
 
@@ -81,18 +101,18 @@ def run(args: argparse.Namespace) -> int:
     inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args.cases)
     report = build(inputs, history)
     page, summary = html_page.render(report), markdown.render(report)
-    results = documents.bundle([m.doc for m in report.machines])
+    results = bundle([m.doc for m in report.machines])
 
-    write_json(out / "results.json", results)
+    write_text(out / "results.json", dump(results))
     write_text(out / "report.md", summary)
     write_text(out / "report.html", page)
     recorded = [history.add(m) for m in report.machines]
 
     print(report.status())
-    for path in ("report.html", "report.md", "results.json"):
-        print(f"wrote {out / path}")
-    for path in recorded:
-        print(f"history: {path}")
+    for name in ("report.html", "report.md", "results.json"):
+        print(f"wrote {out / name}")
+    for entry in recorded:
+        print(f"history: {entry}")
     if report.exit_code:
         print(f"exit 1: see {out / 'report.md'}", file=sys.stderr)
     return report.exit_code

@@ -10,25 +10,28 @@ and never rewritten.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import write_json
+from ..atomic import write_json, write_text
 from ..errors import BadInput
-from . import documents
-from .machines import Machine, started_at
+from ..inputs import read_json
+from ..model.results import Provenance, ResultsDocument
+from ..results import dump, load_results
+from .machines import Machine, utc
 
 MARKER = "HISTORY.json"
 MARKER_VERSION = 1
 MARKER_DOC = {
     "history_schema_version": MARKER_VERSION,
     "what": "burn-torch-diff report history: one results document per run and machine, "
-            "named <UTC start>__burn-<version>__<machine fingerprint>.json",
+    "named <UTC start>__burn-<version>__<machine fingerprint>.json",
 }
-NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}Z)__burn-(?P<burn>[A-Za-z0-9.+-]+)"
-                  r"__(?P<fingerprint>[0-9a-f]{10})(?:~(?P<n>\d+))?\.json$")
+NAME = re.compile(
+    r"^(?P<stamp>\d{8}T\d{6}Z)__burn-(?P<burn>[A-Za-z0-9.+-]+)"
+    r"__(?P<fingerprint>[0-9a-f]{10})(?:~(?P<n>\d+))?\.json$"
+)
 
 
 @dataclass(frozen=True)
@@ -42,19 +45,19 @@ class Entry:
     def name(self) -> str:
         return self.path.name
 
-    def load(self) -> dict:
-        docs = documents.load_results(self.path)
+    def load(self) -> ResultsDocument:
+        docs = load_results(self.path)
         if len(docs) != 1:
             raise BadInput(f"{self.path}: a history entry holds one results document, found {len(docs)}")
         return docs[0]
 
 
-def stamp_of(provenance: dict) -> str:
-    return started_at(provenance).strftime("%Y%m%dT%H%M%SZ")
+def stamp_of(provenance: Provenance) -> str:
+    return utc(provenance.started).strftime("%Y%m%dT%H%M%SZ")
 
 
 def entry_name(machine: Machine, n: int = 1) -> str:
-    burn = re.sub(r"[^A-Za-z0-9.+]", "-", machine.provenance.get("burn") or "unknown")
+    burn = re.sub(r"[^A-Za-z0-9.+]", "-", machine.provenance.burn or "unknown")[:60]
     suffix = f"~{n}" if n > 1 else ""
     return f"{stamp_of(machine.provenance)}__burn-{burn}__{machine.fingerprint}{suffix}.json"
 
@@ -67,18 +70,22 @@ class History:
             raise BadInput(f"--history {self.folder}: is a file, not a history folder")
         marker = self.folder / MARKER
         if marker.exists():
-            data = documents.read_json(marker, "history marker")
+            data = read_json(marker, "history marker", limit=1 << 16)
             version = data.get("history_schema_version") if isinstance(data, dict) else None
             if version != MARKER_VERSION:
-                raise BadInput(f"{marker}: history_schema_version: {version!r} is not supported; "
-                               f"this runner reads {MARKER_VERSION}")
+                raise BadInput(
+                    f"{marker}: history_schema_version: {version!r} is not supported; "
+                    f"this runner reads {MARKER_VERSION}"
+                )
         elif self.folder.is_dir():
             others = sorted(p.name for p in self.folder.iterdir() if not p.name.startswith("."))
             if others:
                 shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
-                raise BadInput(f"--history {self.folder}: not a history folder (no {MARKER}; it "
-                               f"holds {len(others)} other entries: {shown}); give an empty or new "
-                               "folder, or one this command wrote")
+                raise BadInput(
+                    f"--history {self.folder}: not a history folder (no {MARKER}; it "
+                    f"holds {len(others)} other entries: {shown}); give an empty or new "
+                    "folder, or one this command wrote"
+                )
 
     def entries(self) -> list[Entry]:
         if not self.folder.is_dir():
@@ -93,8 +100,7 @@ class History:
     def previous(self, machine: Machine) -> Entry | None:
         """The latest entry of the same machine that started before this run."""
         stamp = stamp_of(machine.provenance)
-        earlier = [e for e in self.entries()
-                   if e.fingerprint == machine.fingerprint and e.stamp < stamp]
+        earlier = [e for e in self.entries() if e.fingerprint == machine.fingerprint and e.stamp < stamp]
         return earlier[-1] if earlier else None
 
     def add(self, machine: Machine) -> Path:
@@ -105,11 +111,11 @@ class History:
         while True:
             path = self.folder / entry_name(machine, n)
             if not path.exists():
-                write_json(path, machine.doc)
+                write_text(path, dump(machine.doc))
                 return path
             try:
-                same = json.loads(path.read_text(encoding="utf-8")) == machine.doc
-            except (OSError, ValueError):
+                same = load_results(path) == [machine.doc]
+            except BadInput:
                 same = False
             if same:
                 return path

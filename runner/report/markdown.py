@@ -3,55 +3,87 @@ expectations, changes, one line per run and pair, provenance."""
 
 from __future__ import annotations
 
-from ..terminal import outcome_text
+import re
+
+from ..fmt import fmt, observed_text, outcome_text, short
 from .changes import expectation_name
-from .formatting import fmt
 from .model import RSS_NOTE, Report, claim_text, previous_text, side_key
+
+# A `<` that could open an HTML tag or comment (`<script`, `</`, `<!--`); `<= 1` stays as it is.
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Markdown table text: pipes escaped, one line, and no raw HTML (a CI job
+    summary renders HTML: `<script>` from a results file must stay text)."""
+    return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]  # cells: plain text
     return out
 
 
 def _short(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return _cell(short(text, limit))
 
 
 def render(report: Report) -> str:
     machines = report.machines
-    out = ["# burn-torch-diff nightly report", "",
-           f"**{report.status()}**", "",
-           f"Generated {report.generated}; machines: "
-           + ", ".join(f"`{m.label}` (burn {m.provenance.get('burn')})" for m in machines), ""]
+    out = [
+        "# burn-torch-diff nightly report",
+        "",
+        f"**{report.status()}**",
+        "",
+        f"Generated {report.generated}; machines: "
+        + ", ".join(f"`{m.label}` (burn {_cell(m.provenance.burn or '?')})" for m in machines),
+        "",
+    ]
 
     out += ["## Expectations", ""]
-    out += _table(["machine", "hold", "do not hold"],
-                  [[m.label, str(sum(e["passed"] for e in m.doc["expectations"])),
-                    str(sum(not e["passed"] for e in m.doc["expectations"]))] for m in machines])
-    skipped = [(m, i) for m in machines for i in m.doc.get("not_applicable") or []]
+    out += _table(
+        ["machine", "hold", "do not hold"],
+        [
+            [
+                m.label,
+                str(sum(e.passed for e in m.doc.expectations)),
+                str(sum(not e.passed for e in m.doc.expectations)),
+            ]
+            for m in machines
+        ],
+    )
+    skipped = [(m, i) for m in machines for i in m.doc.not_applicable]
     if skipped:
-        out += ["", "Not checked (limited to other burn versions): " + "; ".join(
-            f"`{m.label}` {i['case']} {i['subject']} ({i['burn_versions']})" for m, i in skipped)]
-    failing = [(m, e) for m in machines for e in m.doc["expectations"] if not e["passed"]]
+        out += [
+            "",
+            "Not checked (limited to other burn versions): "
+            + "; ".join(
+                f"`{m.label}` {_cell(i.case)} {_cell(i.subject)} ({_cell(i.burn_versions)})" for m, i in skipped
+            ),
+        ]
+    failing = [(m, e) for m in machines for e in m.doc.expectations if not e.passed]
     if failing:
         out += ["", "Do not hold:"]
-        out += [f"- `{m.label}` {_cell(expectation_name(e))}: expected {fmt(e['expected'])}, "
-                f"observed {_short(fmt(e['observed']))}" for m, e in failing]
+        out += [
+            f"- `{m.label}` {_cell(expectation_name(e))}: expected {_cell(fmt(e.expected))}, "
+            f"observed {_short(observed_text(e))}"
+            for m, e in failing
+        ]
 
-    out += ["", "## Changes since the previous run", "",
-            f"Step times moved beyond noise when, {report.rule}. {RSS_NOTE}", ""]
-    for m, comparison in zip(machines, report.comparisons):
+    out += [
+        "",
+        "## Changes since the previous run",
+        "",
+        f"Step times moved beyond noise when, {report.rule}. {RSS_NOTE}",
+        "",
+    ]
+    for m, comparison in zip(machines, report.comparisons, strict=True):
         if comparison.previous is None:
-            out.append(f"- `{m.label}`: {comparison.note}")
+            out.append(f"- `{m.label}`: {_cell(comparison.note)}")
             continue
         prev = comparison.previous
-        head = f"- `{m.label}` compared with `{prev.name}` ({previous_text(comparison)})"
+        head = f"- `{m.label}` compared with `{_cell(prev.name)}` ({_cell(previous_text(comparison))})"
         if not comparison.changes:
             out.append(head + ": nothing changed")
             continue
@@ -73,9 +105,14 @@ def render(report: Report) -> str:
             if run is None:
                 row += ["not run", "", "", "", ""]
                 continue
-            mt = run["metrics"]
-            row += [outcome_text(run), fmt(mt["slowdown_ratio"], ".2f"), fmt(mt["last_median_ms"], "#.3g"),
-                    fmt(mt["rss_growth_mib_per_1000"], ".2f"), fmt(mt["tracked"])]
+            mt = run.metrics
+            row += [
+                outcome_text(run),
+                fmt(mt.slowdown_ratio, ".2f"),
+                fmt(mt.last_median_ms, "#.3g"),
+                fmt(mt.rss_growth_mib_per_1000, ".2f"),
+                fmt(mt.tracked),
+            ]
         rows.append(row)
     out += _table(header, rows)
 
@@ -83,7 +120,7 @@ def render(report: Report) -> str:
     rows = []
     for case in report.cases():
         for pair in report.pairs(case):
-            row = [case, f"{pair.a} ~ {pair.b}", claim_text(pair)]
+            row = [case, pair.subject, claim_text(pair)]
             for m in machines:
                 verdicts = {p: report.claim_verdict(m, pair, p) for p in pair.claims}
                 known = [v for v in verdicts.values() if v is not None]
@@ -98,8 +135,12 @@ def render(report: Report) -> str:
     out += [""]
     for m in machines:
         p = m.provenance
-        commit = (p.get("git_commit") or "unknown")[:10]
-        out.append(f"<sub>`{m.label}`: burn {p.get('burn')}, torch {p.get('torch')}, {p.get('rustc')}, "
-                   f"Python {p.get('python')}; {p['cpu']}, {p.get('cores')} cores, {p['machine']}, "
-                   f"{p['system']}; commit {commit}; started {p['started']}</sub>  ")
+        commit = (p.git_commit or "unknown")[:10]
+        out.append(
+            _cell(
+                f"`{m.label}`: burn {p.burn}, torch {p.torch}, {p.rustc}, Python {p.python}; "
+                f"{p.cpu}, {p.cores} cores, {p.machine}, {p.system}; commit {commit}; "
+                f"started {p.started.isoformat()}"
+            ).join(("<sub>", "</sub>  "))
+        )
     return "\n".join(out) + "\n"

@@ -1,42 +1,54 @@
 """What both renderings show, computed once: machines, their comparison with
-the previous run, the pairs reconstructed from the expectations, the verdict
-and the exit code."""
+the previous run, the pairs (from the structured verdicts), the verdict and
+the exit code."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..compare import RULE
-from ..terminal import outcome_text
+from ..fmt import fmt, outcome_text
+from ..model.case import RunRef
+from ..model.results import Provenance, RunRecord, Verdict
 from .changes import Change
-from .formatting import fmt
 from .history import Entry
-from .machines import Machine, expectation_key, run_key
+from .machines import Machine
 
 # The pair table's rows: (label, property the pair may claim same/differ on).
-PAIR_ROWS = (("tracked", "tracked"), ("outcome", "outcome"), ("panic", None),
-             ("slowdown ratio", "grows"), ("RSS growth MiB/1000 steps", "rss_grows"))
+PAIR_ROWS = (
+    ("tracked", "tracked"),
+    ("outcome", "outcome"),
+    ("panic", None),
+    ("slowdown ratio", "grows"),
+    ("RSS growth MiB/1000 steps", "rss_grows"),
+)
 
-RSS_NOTE = ("RSS is not compared between runs by that rule (its samples follow a trend, they are "
-            "not repeated measurements of one quantity); RSS growth is checked by the case's "
-            "expectations, and a flip is listed.")
+RSS_NOTE = (
+    "RSS is not compared between runs by that rule (its samples follow a trend, they are "
+    "not repeated measurements of one quantity); RSS growth is checked by the case's "
+    "expectations, and a flip is listed."
+)
 
 
 @dataclass
 class Comparison:
     previous: Entry | None
     changes: list[Change] = field(default_factory=list)
-    previous_provenance: dict = field(default_factory=dict)
+    previous_provenance: Provenance | None = None
     note: str = ""  # why nothing was compared
 
 
 @dataclass
 class Pair:
     case: str
-    a: str  # "framework/mode"
-    b: str
+    a: RunRef
+    b: RunRef
     reason: str
     claims: dict[str, str] = field(default_factory=dict)  # property -> "same" or "differ"
+
+    @property
+    def subject(self) -> str:
+        return f"{self.a} ~ {self.b}"
 
 
 @dataclass
@@ -48,7 +60,7 @@ class Report:
 
     @property
     def failed(self) -> int:
-        return sum(not e["passed"] for m in self.machines for e in m.doc["expectations"])
+        return sum(not e.passed for m in self.machines for e in m.doc.expectations)
 
     @property
     def changed(self) -> int:
@@ -69,82 +81,72 @@ class Report:
         if self.changed:
             parts.append(f"{self.changed} change{'s' * (self.changed != 1)} since the previous run")
         if self.failed:
-            parts.append(f"{self.failed} expectation{'s' * (self.failed != 1)} "
-                         f"do{'es' * (self.failed == 1)} not hold")
+            parts.append(f"{self.failed} expectation{'s' * (self.failed != 1)} do{'es' * (self.failed == 1)} not hold")
         return "ATTENTION: " + "; ".join(parts)
 
     def cases(self) -> list[str]:
         seen: dict[str, None] = {}
         for m in self.machines:
-            for r in m.doc["runs"]:
-                seen.setdefault(r["case"])
+            for r in m.doc.runs:
+                seen.setdefault(r.case)
         return list(seen)
 
     def run_keys(self, case: str | None = None) -> list[tuple[str, str, str]]:
-        seen: dict[tuple, None] = {}
+        seen: dict[tuple[str, str, str], None] = {}
         for m in self.machines:
-            for r in m.doc["runs"]:
-                if case is None or r["case"] == case:
-                    seen.setdefault(run_key(r))
+            for r in m.doc.runs:
+                if case is None or r.case == case:
+                    seen.setdefault(r.key)
         return list(seen)
 
-    def expectation_rows(self) -> list[tuple[dict, list[dict | None]]]:
+    def expectation_rows(self) -> list[tuple[Verdict, list[Verdict | None]]]:
         """Each expectation (first seen) with its verdict on every machine."""
-        seen: dict[tuple, dict] = {}
+        seen: dict[tuple[str, str, str], Verdict] = {}
         for m in self.machines:
-            for e in m.doc["expectations"]:
-                seen.setdefault(expectation_key(e), e)
-        rows = []
-        for key, first in seen.items():
-            per_machine = [next((e for e in m.doc["expectations"] if expectation_key(e) == key), None)
-                           for m in self.machines]
-            rows.append((first, per_machine))
-        return rows
+            for e in m.doc.expectations:
+                seen.setdefault(e.key, e)
+        return [(first, [m.verdict(key) for m in self.machines]) for key, first in seen.items()]
 
     def pairs(self, case: str) -> list[Pair]:
         found: dict[str, Pair] = {}
         for m in self.machines:
-            for e in m.doc["expectations"]:
-                if e["case"] != case or not e.get("pair"):
+            for e in m.doc.expectations:
+                if e.case != case or e.b is None:
                     continue
-                a, b = (side.strip() for side in e["pair"].split("~"))
-                pair = found.setdefault(e["pair"], Pair(case, a, b, e.get("reason", "")))
-                relation, prop = e["check"].removeprefix("pair ").split(": ", 1)
-                pair.claims.setdefault(prop, relation)
+                pair = found.setdefault(e.subject, Pair(case, e.a, e.b, e.reason or ""))
+                pair.claims.setdefault(e.property, e.relation)
         return list(found.values())
 
     def claim_verdict(self, machine: Machine, pair: Pair, prop: str) -> bool | None:
-        for e in machine.doc["expectations"]:
-            if e.get("pair") == f"{pair.a} ~ {pair.b}" and e["case"] == pair.case \
-                    and e["check"].endswith(f": {prop}"):
-                return e["passed"]
-        return None
+        verdict = machine.verdict((pair.case, pair.subject, f"pair {pair.claims.get(prop)}: {prop}"))
+        return None if verdict is None else verdict.passed
 
 
-def run_cell(run: dict | None, row: str) -> str:
+def run_cell(run: RunRecord | None, row: str) -> str:
     """One semantic value of a run, as the pair tables show it."""
     if run is None:
         return "not run"
-    m = run["metrics"]
+    m = run.metrics
     if row == "tracked":
-        return fmt(m["tracked"])
+        return fmt(m.tracked)
     if row == "outcome":
         return outcome_text(run)
     if row == "panic":
-        p = run.get("panic")
-        return f"step {p.get('step')}: {p['message']}" if p else "-"
+        p = run.panic
+        return f"step {p.step}: {p.message}" if p else "-"
     if row == "slowdown ratio":
-        return fmt(m["slowdown_ratio"], ".2f")
+        return fmt(m.slowdown_ratio, ".2f")
     if row.startswith("RSS growth"):
-        return fmt(m["rss_growth_mib_per_1000"], ".2f")
+        return fmt(m.rss_growth_mib_per_1000, ".2f")
     raise KeyError(row)
 
 
 def previous_text(comparison: Comparison) -> str:
     """`burn 0.22.1, commit 2a4b3d9e6e`: what the previous run ran."""
     prov = comparison.previous_provenance
-    commit = (prov.get("git_commit") or "unknown")[:10]
-    return f"burn {prov.get('burn') or comparison.previous.burn}, commit {commit}"
+    commit = ((prov.git_commit if prov else None) or "unknown")[:10]
+    burn = (prov.burn if prov else None) or (comparison.previous.burn if comparison.previous else "?")
+    return f"burn {burn}, commit {commit}"
 
 
 def claim_text(pair: Pair) -> str:
@@ -153,6 +155,5 @@ def claim_text(pair: Pair) -> str:
     return "; ".join(f"{rel}: {', '.join(props)}" for rel, props in groups if props)
 
 
-def side_key(case: str, side: str) -> tuple[str, str, str]:
-    framework, mode = side.split("/", 1)
-    return case, framework, mode
+def side_key(case: str, side: RunRef) -> tuple[str, str, str]:
+    return case, side.framework, side.mode

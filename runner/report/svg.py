@@ -36,7 +36,7 @@ def thin(points: list[tuple[float, float]], max_points: int = MAX_POINTS) -> lis
     size = math.ceil(len(points) / max_points)
     out = []
     for start in range(0, len(points), size):
-        chunk = points[start: start + size]
+        chunk = points[start : start + size]
         out.append((statistics.median(p[0] for p in chunk), statistics.median(p[1] for p in chunk)))
     return out
 
@@ -59,8 +59,8 @@ def use_log_scale(values: list[float]) -> bool:
 
 def _nice_step(span: float) -> float:
     raw = span / 5 if span > 0 else 1.0
-    power = 10 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    power = 10.0 ** math.floor(math.log10(raw))
+    return float(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
 
 
 def _linear_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
@@ -68,7 +68,7 @@ def _linear_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
     start, end = math.floor(low / step) * step, math.ceil(high / step) * step
     if end == start:
         end = start + step
-    count = int(round((end - start) / step))
+    count = round((end - start) / step)
     return start, end, [start + i * step for i in range(count + 1)]
 
 
@@ -77,8 +77,8 @@ def _log_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
     if hi == lo:
         hi += 1
     multiples = (1, 2, 5) if hi - lo <= 3 else (1,)
-    ticks = [m * 10 ** e for e in range(lo, hi + 1) for m in multiples if m * 10 ** e <= 10 ** hi]
-    return 10.0 ** lo, 10.0 ** hi, ticks
+    ticks = [m * 10**e for e in range(lo, hi + 1) for m in multiples if m * 10**e <= 10**hi]
+    return 10.0**lo, 10.0**hi, ticks
 
 
 def _label(value: float) -> str:
@@ -89,8 +89,16 @@ def _label(value: float) -> str:
     return f"{value:g}"
 
 
-def line_plot(series: list[Series], *, title: str, x_label: str, y_label: str,
-              width: int = 1040, height: int = 340, plot_id: str = "") -> str:
+def line_plot(
+    series: list[Series],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    width: int = 1040,
+    height: int = 340,
+    plot_id: str = "",
+) -> str:
     left, right, top, bottom = 62, 200, 26, 42
     pw, ph = width - left - right, height - top - bottom
     drawn = [(s, thin(s.points)) for s in series if s.points]
@@ -102,10 +110,11 @@ def line_plot(series: list[Series], *, title: str, x_label: str, y_label: str,
     log = use_log_scale(ys)
     if log:
         y0, y1, ticks = _log_ticks(min(ys), max(ys))
-        ty = lambda v: math.log10(v)  # noqa: E731
     else:
         y0, y1, ticks = _linear_ticks(min(0.0, min(ys)), max(ys))
-        ty = lambda v: v  # noqa: E731
+
+    def ty(v: float) -> float:
+        return math.log10(v) if log else v
 
     def px(x: float) -> float:
         return left + (x - x0) / (x1 - x0) * pw
@@ -114,45 +123,56 @@ def line_plot(series: list[Series], *, title: str, x_label: str, y_label: str,
         return top + ph - (ty(y) - ty(y0)) / (ty(y1) - ty(y0)) * ph
 
     scale = "log scale" if log else "linear scale"
-    out = [f'<svg class="plot" id="{escape(plot_id)}" xmlns="http://www.w3.org/2000/svg" '
-           f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-           f'data-y-scale="{"log" if log else "linear"}" aria-label="{escape(title)}">',
-           f"<title>{escape(title)} ({scale})</title>",
-           f'<rect class="plot-area" x="{left}" y="{top}" width="{pw}" height="{ph}" '
-           'fill="#fff" stroke="#999"/>',
-           f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
+    out = [
+        f'<svg class="plot" id="{escape(plot_id)}" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'data-y-scale="{"log" if log else "linear"}" aria-label="{escape(title)}">',
+        f"<title>{escape(title)} ({scale})</title>",
+        f'<rect class="plot-area" x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>',
+        f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>',
+    ]
     for t in ticks:
         y = py(t)
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
-                   f'<text x="{left - 5}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
-                   f"{_label(t)}</text>")
+        out.append(
+            f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
+            f'<text x="{left - 5}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
+            f"{_label(t)}</text>"
+        )
     _, _, xticks = _linear_ticks(x0, x1)
     for t in xticks:
         if x0 <= t <= x1:
             x = px(t)
-            out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#999"/>'
-                       f'<text x="{x:.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle">'
-                       f"{_label(t)}</text>")
-    out.append(f'<text x="{left + pw / 2:.0f}" y="{height - 6}" font-size="12" text-anchor="middle">'
-               f"{escape(x_label)}</text>")
-    out.append(f'<text transform="translate(14 {top + ph / 2:.0f}) rotate(-90)" font-size="12" '
-               f'text-anchor="middle">{escape(y_label)}{" (log)" if log else ""}</text>')
+            out.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#999"/>'
+                f'<text x="{x:.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle">'
+                f"{_label(t)}</text>"
+            )
+    out.append(
+        f'<text x="{left + pw / 2:.0f}" y="{height - 6}" font-size="12" text-anchor="middle">{escape(x_label)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(14 {top + ph / 2:.0f}) rotate(-90)" font-size="12" '
+        f'text-anchor="middle">{escape(y_label)}{" (log)" if log else ""}</text>'
+    )
     for s, pts in drawn:
         dash = ' stroke-dasharray="6 3"' if s.dashed else ""
         coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
-        out.append(f'<g class="series" data-series="{escape(s.label)}" data-points="{len(pts)}" '
-                   f'data-samples="{len(s.points)}">')
+        out.append(
+            f'<g class="series" data-series="{escape(s.label)}" data-points="{len(pts)}" '
+            f'data-samples="{len(s.points)}">'
+        )
         if len(pts) >= 2:
-            out.append(f'<polyline points="{coords}" fill="none" stroke="{s.color}" '
-                       f'stroke-width="1.4"{dash}/>')
+            out.append(f'<polyline points="{coords}" fill="none" stroke="{s.color}" stroke-width="1.4"{dash}/>')
         lx, ly = pts[-1]
         out.append(f'<circle cx="{px(lx):.1f}" cy="{py(ly):.1f}" r="2.6" fill="{s.color}"/></g>')
     for i, s in enumerate(series):
         y = top + 8 + i * 17
         lx = left + pw + 12
         dash = ' stroke-dasharray="6 3"' if s.dashed else ""
-        out.append(f'<g class="legend"><line x1="{lx}" x2="{lx + 24}" y1="{y}" y2="{y}" stroke="{s.color}" '
-                   f'stroke-width="2"{dash}/><text x="{lx + 30}" y="{y + 4}" font-size="11">'
-                   f"{escape(s.label)}</text></g>")
+        out.append(
+            f'<g class="legend"><line x1="{lx}" x2="{lx + 24}" y1="{y}" y2="{y}" stroke="{s.color}" '
+            f'stroke-width="2"{dash}/><text x="{lx + 30}" y="{y + 4}" font-size="11">'
+            f"{escape(s.label)}</text></g>"
+        )
     out.append("</svg>")
     return "\n".join(out)

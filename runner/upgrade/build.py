@@ -20,13 +20,15 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
-from ..atomic import write_json
+from pydantic import ValidationError
+
+from ..atomic import write_text
 from ..errors import Infrastructure
-from ..execute import PROJECT_ROOT
-from ..paths import CACHE, target_dir
+from ..model.upgrade import Build
+from ..paths import PROJECT_ROOT, cache_dir, target_dir
 from .sources import BurnSource
 
 PROFILE = "release"
@@ -34,22 +36,6 @@ PROFILE = "release"
 RECIPE = 4
 MAX_ERRORS = 5
 _BURN_DEP = re.compile(r'^burn\s*=\s*\{\s*version\s*=\s*"[^"]*"', re.MULTILINE)
-
-
-@dataclass
-class BuildResult:
-    source: str
-    ok: bool
-    key: str
-    folder: str
-    probe: str | None = None  # the built extension, loadable as runner._probe
-    burn: str | None = None  # the burn version in the side's lock file
-    seconds: float = 0.0
-    cached: bool = False
-    errors: list[str] = field(default_factory=list)  # the first compiler errors, trimmed
-    # Version of every burn-* crate in the side's lock, and pins that could not be made.
-    burn_family: dict[str, str] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
 
 
 def _rustc_version() -> str:
@@ -94,8 +80,7 @@ def _prepare(folder: Path, source: BurnSource) -> None:
     probe = folder / "rust_probe"
     if probe.exists():
         shutil.rmtree(probe)
-    shutil.copytree(PROJECT_ROOT / "rust_probe" / "src", probe / "src",
-                    ignore=shutil.ignore_patterns("bin"))
+    shutil.copytree(PROJECT_ROOT / "rust_probe" / "src", probe / "src", ignore=shutil.ignore_patterns("bin"))
     shutil.copy2(PROJECT_ROOT / "rust_probe" / "build.rs", probe / "build.rs")
     (probe / "Cargo.toml").write_text(_manifest_for(source))
     shutil.copy2(PROJECT_ROOT / "Cargo.toml", folder / "Cargo.toml")
@@ -109,18 +94,23 @@ def _first_errors(stderr: str) -> list[str]:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     chosen = [line for line in lines if re.match(r"^\S+:\d+:\d+: error", line)]
     if not chosen:
-        chosen = [line for line in lines
-                  if not re.match(r"(Updating|Compiling|Downloaded|Downloading|Locking|Adding|Blocking|warning)\b", line)]
+        chosen = [
+            line
+            for line in lines
+            if not re.match(r"(Updating|Compiling|Downloaded|Downloading|Locking|Adding|Blocking|warning)\b", line)
+        ]
     return [e if len(e) <= 300 else e[:297] + "..." for e in chosen[:MAX_ERRORS]]
 
 
 def _burn_family(lock: Path) -> dict[str, str]:
     text = lock.read_text() if lock.exists() else ""
-    found = re.findall(r'\[\[package\]\]\nname = "(burn(?:-[a-z0-9-]+)?)"\nversion = "([^"]+)"\nsource = "registry', text)
+    found = re.findall(
+        r'\[\[package\]\]\nname = "(burn(?:-[a-z0-9-]+)?)"\nversion = "([^"]+)"\nsource = "registry', text
+    )
     return dict(sorted(found))
 
 
-def _pin_family(folder: Path, version: str, env: dict) -> list[str]:
+def _pin_family(folder: Path, version: str, env: dict[str, str]) -> list[str]:
     """Move every burn-* crate of the lock to `version` too.
 
     burn's crates depend on each other with caret requirements, so `burn =
@@ -134,8 +124,14 @@ def _pin_family(folder: Path, version: str, env: dict) -> list[str]:
         if not behind:
             return []
         specs = [arg for name, current in behind.items() for arg in ("-p", f"{name}@{current}")]
-        out = subprocess.run(["cargo", "update", *specs, "--precise", version],
-                             cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            ["cargo", "update", *specs, "--precise", version],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         after = _burn_family(folder / "Cargo.lock")
         if all(after.get(name) == current for name, current in behind.items()):
             break  # nothing moved
@@ -144,14 +140,14 @@ def _pin_family(folder: Path, version: str, env: dict) -> list[str]:
     return [f"{name} stays at {current}" + (f": {last}" if last else "") for name, current in behind.items()]
 
 
-def build(source: BurnSource, progress=lambda text: None) -> BuildResult:
-    folder = CACHE / "upgrade" / source.slug
+def build(source: BurnSource, progress: Callable[[str], None] = lambda text: None) -> Build:
+    folder = cache_dir() / "upgrade" / source.slug
     key = build_key(source)
     record_path = folder / "build.json"
     if record_path.exists():
         try:
-            previous = BuildResult(**json.loads(record_path.read_text()))
-        except (TypeError, ValueError):
+            previous: Build | None = Build.model_validate_json(record_path.read_text())
+        except (OSError, ValidationError):
             previous = None
         if previous and previous.key == key and (not previous.ok or Path(previous.probe or "").is_file()):
             previous.cached = True
@@ -160,8 +156,20 @@ def build(source: BurnSource, progress=lambda text: None) -> BuildResult:
     folder.mkdir(parents=True, exist_ok=True)
     _prepare(folder, source)
     env = {**os.environ, "CARGO_TARGET_DIR": str(target_dir()), "PYO3_PYTHON": sys.executable}
-    command = ["cargo", "rustc", "--release", "-p", "rust_probe_upgrade", "--lib", "--features", "python",
-               "--crate-type", "cdylib", "--message-format", "short"]
+    command = [
+        "cargo",
+        "rustc",
+        "--release",
+        "-p",
+        "rust_probe_upgrade",
+        "--lib",
+        "--features",
+        "python",
+        "--crate-type",
+        "cdylib",
+        "--message-format",
+        "short",
+    ]
     started = time.monotonic()
     warnings: list[str] = []
     if source.version:
@@ -179,8 +187,16 @@ def build(source: BurnSource, progress=lambda text: None) -> BuildResult:
     locked = family.get("burn")
     if source.version and locked != source.version:
         locked = None  # cargo never got as far as locking the requested release
-    result = BuildResult(source=source.label, ok=out.returncode == 0, key=key, folder=str(folder),
-                         burn=locked, seconds=round(seconds, 1), burn_family=family, warnings=warnings)
+    result = Build(
+        source=source.label,
+        ok=out.returncode == 0,
+        key=key,
+        folder=str(folder),
+        burn=locked,
+        seconds=round(seconds, 1),
+        burn_family=family,
+        warnings=warnings,
+    )
     if result.ok:
         built = target_dir() / PROFILE / "librust_probe_upgrade.so"
         if not built.is_file():
@@ -191,5 +207,5 @@ def build(source: BurnSource, progress=lambda text: None) -> BuildResult:
     else:
         result.errors = _first_errors(out.stderr)
         (folder / "build-stderr.txt").write_text(out.stderr)
-    write_json(record_path, asdict(result))
+    write_text(record_path, result.model_dump_json(indent=1) + "\n")
     return result

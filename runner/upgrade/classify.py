@@ -18,11 +18,15 @@ mode (on the properties the case's torch-vs-burn pairs claim).
 
 from __future__ import annotations
 
-from ..cases import PAIR_PROPERTIES, Case
+import dataclasses
+
 from ..compare import performance_change
 from ..metrics import properties
+from ..model.case import PAIR_PROPERTIES, Case, Property
+from ..model.results import RunRecord
+from ..model.upgrade import CLASSES, Classified, Side
 
-CLASSES = ("build-break", "fixed", "new difference", "outcome changed", "performance changed", "same")
+RunKey = tuple[str, str]
 
 
 def _comparisons(case: Case, key: str) -> dict[str, tuple[str, ...]]:
@@ -32,33 +36,37 @@ def _comparisons(case: Case, key: str) -> dict[str, tuple[str, ...]]:
     run of the same mode, when no pair names it, is compared on every property
     some torch-vs-burn pair of the case claims: properties no pair claims (RSS
     growth in p10, where torch's slope is noise) would only add noise."""
-    claimed = {prop for p in case.pairs if "torch/" in p.a + p.b for prop in p.same + p.differ}
-    out: dict[str, set[str]] = {}
+    claimed: set[Property] = {
+        prop for p in case.pairs if "torch" in (p.a.framework, p.b.framework) for prop in [*p.same, *p.differ]
+    }
+    out: dict[str, set[Property]] = {}
     for pair in case.pairs:
-        if key in (pair.a, pair.b):
-            other = pair.a if pair.b == key else pair.b
-            if other.startswith("torch/"):
-                out.setdefault(other, set()).update(pair.same + pair.differ)
+        if key in (str(pair.a), str(pair.b)):
+            other = pair.a if str(pair.b) == key else pair.b
+            if other.framework == "torch":
+                out.setdefault(str(other), set()).update([*pair.same, *pair.differ])
     same_mode = "torch/" + key.split("/", 1)[1]
     if case.run(same_mode) is not None and same_mode not in out:
         out[same_mode] = claimed
     return {other: tuple(p for p in PAIR_PROPERTIES if p in props) for other, props in sorted(out.items())}
 
 
-def _panic_view(record: dict) -> tuple:
-    panic = record.get("panic") or {}
-    return record.get("outcome"), panic.get("step"), panic.get("message")
+def _panic_view(record: RunRecord) -> tuple[str, int | None, str | None]:
+    panic = record.panic
+    return record.outcome, panic.step if panic else None, panic.message if panic else None
 
 
-def classify_run(case: Case, key: str, before: dict, after: dict, torch: dict[str, dict]) -> dict:
+def _side(record: RunRecord, case: Case) -> Side:
+    return Side(outcome=record.outcome, panic=record.panic, metrics=record.metrics, properties=properties(record, case))
+
+
+def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torch: dict[str, RunRecord]) -> Classified:
     findings: dict[str, list[str]] = {c: [] for c in CLASSES}
-    props_before = properties(before, before["metrics"], case)
-    props_after = properties(after, after["metrics"], case)
+    props_before, props_after = properties(before, case), properties(after, case)
     for other, props in _comparisons(case, key).items():
         if other not in torch:
             continue
-        t = torch[other]
-        pt = properties(t, t["metrics"], case)
+        pt = properties(torch[other], case)
         for prop in props:
             if None in (pt[prop], props_before[prop], props_after[prop]):
                 continue
@@ -79,24 +87,33 @@ def classify_run(case: Case, key: str, before: dict, after: dict, torch: dict[st
             parts.append(f"panic text {m1!r} -> {m2!r}")
         findings["outcome changed"].append("; ".join(parts))
     perf = performance_change(before, after)
-    if perf["changed"]:
-        moved = [f"{name} window median x{w['factor']:.2f} (p={w['p_value']:.1e})"
-                 for name, w in perf["windows"].items() if w["changed"]]
+    if perf.changed:
+        moved = [
+            f"{name} window median x{w.factor:.2f} (p={w.p_value:.1e})" for name, w in perf.windows.items() if w.changed
+        ]
         findings["performance changed"].append(", ".join(moved))
     klass = next((c for c in CLASSES[1:-1] if findings[c]), "same")
-    return {
-        "case": case.name, "run": key, "class": klass,
-        "findings": [f"{c}: {text}" for c in CLASSES for text in findings[c]],
-        "performance": perf,
-        "before": {"outcome": before.get("outcome"), "panic": before.get("panic"),
-                   "metrics": before.get("metrics"), "properties": props_before},
-        "after": {"outcome": after.get("outcome"), "panic": after.get("panic"),
-                  "metrics": after.get("metrics"), "properties": props_after},
-    }
+    return Classified.model_validate(
+        {
+            "case": case.name,
+            "run": key,
+            "klass": klass,
+            "findings": [f"{c}: {text}" for c in CLASSES for text in findings[c]],
+            "performance": dataclasses.asdict(perf),
+            "before": _side(before, case),
+            "after": _side(after, case),
+        },
+        strict=False,
+    )
 
 
-def classify(cases: list[Case], before: dict | None, after: dict | None,
-             torch: dict, build_errors: dict[str, list[str]]) -> list[dict]:
+def classify(
+    cases: list[Case],
+    before: dict[RunKey, RunRecord] | None,
+    after: dict[RunKey, RunRecord] | None,
+    torch: dict[RunKey, RunRecord],
+    build_errors: dict[str, list[str]],
+) -> list[Classified]:
     """`before`/`after`: burn records keyed by (case, run key), or None for a side
     whose probe did not build; `torch`: torch records keyed the same way."""
     out = []
@@ -106,10 +123,19 @@ def classify(cases: list[Case], before: dict | None, after: dict | None,
             if spec.framework != "burn":
                 continue
             if before is None or after is None:
-                out.append({"case": case.name, "run": spec.key, "class": "build-break",
-                            "findings": [f"build-break: burn {side}: {errors[0] if errors else 'failed'}"
-                                         for side, errors in build_errors.items()]})
+                out.append(
+                    Classified(
+                        case=case.name,
+                        run=spec.key,
+                        klass="build-break",
+                        findings=[
+                            f"build-break: burn {side}: {errors[0] if errors else 'failed'}"
+                            for side, errors in build_errors.items()
+                        ],
+                    )
+                )
                 continue
-            out.append(classify_run(case, spec.key, before[(case.name, spec.key)],
-                                    after[(case.name, spec.key)], torch_runs))
+            out.append(
+                classify_run(case, spec.key, before[(case.name, spec.key)], after[(case.name, spec.key)], torch_runs)
+            )
     return out

@@ -1,4 +1,4 @@
-"""`python3 -m runner upgrade-check [--from VERSION] [--to VERSION|latest|PATH]`.
+"""`burn-torch-diff upgrade-check [--from VERSION] [--to VERSION|latest|PATH]`.
 
 Builds the probe against both burn sources (own folders, cached), runs the
 torch side of every case once (torch does not depend on burn) and the burn
@@ -10,37 +10,54 @@ every burn run (see `classify`). Exit: 0 no change, 1 behaviour change,
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import cases as case_files
-from ..atomic import write_json, write_text
-from ..cli import positive_float, positive_int
+from ..argtypes import nonempty, path, positive_int, timeout_seconds
+from ..atomic import write_text
 from ..compare import RULE
-from ..engine import judge, run_all
+from ..engine import RunKey, judge, run_all
 from ..frameworks import adapter_for
-from ..results import SCHEMA_VERSION, document, now
-from ..terminal import ConsoleReporter
+from ..model.case import Case
+from ..model.results import ResultsDocument, RunRecord
+from ..model.upgrade import CLASSES, Build, Classified, UpgradeReport
+from ..progress import ConsoleReporter
+from ..results import document, dump, now
 from . import build as probe_build
 from . import sources
-from .classify import CLASSES, classify
+from .classify import classify
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("cases", nargs="*", metavar="CASE",
-                        help="case name or file; default: every case")
-    parser.add_argument("--from", dest="from_source", metavar="VERSION",
-                        help="burn version before the upgrade (default: the pinned one, from rust_probe/Cargo.toml)")
-    parser.add_argument("--to", dest="to_source", default="latest", metavar="VERSION|latest|PATH",
-                        help="burn version after the upgrade: a version, 'latest' (the newest the registry has, "
-                             "pre-releases included, as `cargo info burn` reports it) or a local burn checkout")
+    parser.add_argument("cases", nargs="*", metavar="CASE", help="case name or file; default: every case")
+    parser.add_argument(
+        "--from",
+        dest="from_source",
+        metavar="VERSION",
+        type=nonempty,
+        help="burn version before the upgrade (default: the pinned one, from rust_probe/Cargo.toml)",
+    )
+    parser.add_argument(
+        "--to",
+        dest="to_source",
+        default="latest",
+        metavar="VERSION|latest|PATH",
+        type=nonempty,
+        help="burn version after the upgrade: a version, 'latest' (the newest the registry has, "
+        "pre-releases included, as `cargo info burn` reports it) or a local burn checkout",
+    )
     parser.add_argument("--steps", type=positive_int, metavar="N", help="override the cases' step count")
-    parser.add_argument("--timeout", type=positive_float, metavar="S", help="per-run timeout in seconds")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="where upgrade.json, upgrade.md and both sides' results go "
-                             "(default: results/upgrade-FROM-to-TO)")
+    parser.add_argument("--timeout", type=timeout_seconds, metavar="S", help="per-run timeout in seconds")
+    parser.add_argument(
+        "--out",
+        type=path,
+        metavar="DIR",
+        help="where upgrade.json, upgrade.md and both sides' results go (default: results/upgrade-FROM-to-TO)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
 
 
@@ -48,7 +65,7 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _only(cases: list[case_files.Case], framework: str) -> list[case_files.Case]:
+def _only(cases: list[Case], framework: str) -> list[Case]:
     selected = [case_files.select(c, [framework], None) for c in cases]
     return [c for c in selected if c.runs]
 
@@ -61,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
     before_src = sources.parse(args.from_source or sources.pinned_version(), "--from")
     after_src = sources.parse(args.to_source, "--to")
     cases = case_files.load_selected(args.cases, steps=args.steps, timeout=args.timeout)
-    before_src, after_src = sources.resolve(before_src), sources.resolve(after_src)
-    _say(f"upgrade check: burn {before_src.label} -> {after_src.label}")
+    before, after = sources.resolve(before_src), sources.resolve(after_src)
+    _say(f"upgrade check: burn {before.label} -> {after.label}")
 
-    builds = {}
-    for side, source in (("from", before_src), ("to", after_src)):
+    builds: dict[str, Build] = {}
+    for side, source in (("from", before), ("to", after)):
         result = probe_build.build(source, _say)
         how = "cached" if result.cached else f"{result.seconds:.0f} s"
         _say(f"  probe against burn {source.label}: {'built' if result.ok else 'BUILD FAILED'} ({how})")
@@ -80,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if broken:
         _say("a side did not build: every burn run is a build-break; nothing is run")
     torch_records = run_all(torch_cases, reporter) if torch_cases and not broken else {}
-    side_records: dict[str, dict | None] = {side: None if broken else {} for side in builds}
+    side_records: dict[str, dict[RunKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
     if not broken:
         # Interleaved, run by run (from, to, from, to, ...), so that the host's
         # drift over minutes falls on both sides alike instead of on one.
@@ -89,83 +106,91 @@ def run(args: argparse.Namespace) -> int:
                 one = case_files.select(case, ["burn"], [spec.mode])
                 for side, result in builds.items():
                     _say(f"burn {result.source}:")
-                    env = {adapter_for(case.kind, "burn").override_env: result.probe}
-                    side_records[side].update(run_all([one], reporter, env=env))
-    side_docs: dict[str, dict | None] = {}
-    for side, records in side_records.items():
-        if records is None:
+                    override = adapter_for(case.kind, "burn").override_env
+                    env = {override: result.probe} if override and result.probe else {}
+                    records = side_records[side]
+                    assert records is not None
+                    records.update(run_all([one], reporter, env=env))
+    side_docs: dict[str, ResultsDocument | None] = {}
+    for side, side_record in side_records.items():
+        if side_record is None:
             side_docs[side] = None
             continue
-        runs, expectations, skipped = judge(cases, {**torch_records, **records})
+        runs, expectations, skipped = judge(cases, {**torch_records, **side_record})
         side_docs[side] = document(runs, expectations, started, now(), skipped)
 
     errors = {b.source: b.errors for b in builds.values() if not b.ok}
     classes = classify(cases, side_records["from"], side_records["to"], torch_records, errors)
-    report = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "upgrade-check",
-        "from": dataclasses.asdict(builds["from"]),
-        "to": dataclasses.asdict(builds["to"]),
-        "rule": RULE,
-        "torch_runs": "run once and shared by both sides: torch does not depend on burn",
-        "counts": dict(Counter(c["class"] for c in classes)),
-        "runs": classes,
-    }
-    out = args.out or Path("results") / f"upgrade-{_slug(before_src.label)}-to-{_slug(after_src.label)}"
+    report = UpgradeReport(
+        from_=builds["from"],
+        to=builds["to"],
+        rule=RULE,
+        torch_runs="run once and shared by both sides: torch does not depend on burn",
+        counts=dict(Counter(c.klass for c in classes)),
+        runs=classes,
+    )
+    out = args.out or Path("results") / f"upgrade-{_slug(before.label)}-to-{_slug(after.label)}"
     for side, doc in side_docs.items():
         if doc is not None:
-            write_json(out / f"results-{side}.json", doc)
-    write_json(out / "upgrade.json", report)
-    markdown = render_markdown(report)
-    write_text(out / "upgrade.md", markdown)
+            write_text(out / f"results-{side}.json", dump(doc))
+    write_text(out / "upgrade.json", report.dump_json())
+    write_text(out / "upgrade.md", render_markdown(report))
     print(render_table(report))
     print(f"written: {out / 'upgrade.json'}, {out / 'upgrade.md'}")
 
     if errors:
         return 3
-    return 0 if all(c["class"] == "same" for c in classes) else 1
+    return 0 if all(c.klass == "same" for c in classes) else 1
 
 
-def _grouped(report: dict):
+def _grouped(report: UpgradeReport) -> Iterator[tuple[str, list[Classified]]]:
     for klass in CLASSES:
-        rows = [r for r in report["runs"] if r["class"] == klass]
+        rows = [r for r in report.runs if r.klass == klass]
         if rows:
             yield klass, rows
 
 
-def render_table(report: dict) -> str:
-    src, dst = report["from"], report["to"]
-    lines = [f"burn {src['source']} -> {dst['source']}"]
+def render_table(report: UpgradeReport) -> str:
+    src, dst = report.from_, report.to
+    lines = [f"burn {src.source} -> {dst.source}"]
     for side in (src, dst):
-        state = "ok" if side["ok"] else "BUILD FAILED"
-        timing = "cached" if side["cached"] else f"{side['seconds']:.0f} s"
-        lines.append(f"  probe vs burn {side['source']} (lock: {side['burn'] or 'not locked'}): {state}, {timing}")
-        lines += [f"    {e}" for e in side["errors"]]
+        state = "ok" if side.ok else "BUILD FAILED"
+        timing = "cached" if side.cached else f"{side.seconds:.0f} s"
+        lines.append(f"  probe vs burn {side.source} (lock: {side.burn or 'not locked'}): {state}, {timing}")
+        lines += [f"    {e}" for e in side.errors]
     for klass, rows in _grouped(report):
         lines.append(f"\n{klass} ({len(rows)})")
         for row in rows:
-            lines.append(f"  {row['case']} {row['run']}")
-            lines += [f"    - {f}" for f in row["findings"]]
-    lines.append(f"\nperformance rule: {report['rule']}")
+            lines.append(f"  {row.case} {row.run}")
+            lines += [f"    - {f}" for f in row.findings]
+    lines.append(f"\nperformance rule: {report.rule}")
     return "\n".join(lines)
 
 
-def render_markdown(report: dict) -> str:
-    src, dst = report["from"], report["to"]
-    lines = [f"## Upgrade check: burn {src['source']} → {dst['source']}", "",
-             "| side | burn (lock) | probe build |", "|---|---|---|"]
+def _md(text: str) -> str:
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text).replace("|", "\\|")
+
+
+def render_markdown(report: UpgradeReport) -> str:
+    src, dst = report.from_, report.to
+    lines = [
+        f"## Upgrade check: burn {_md(src.source)} → {_md(dst.source)}",
+        "",
+        "| side | burn (lock) | probe build |",
+        "|---|---|---|",
+    ]
     for side in (src, dst):
-        state = "ok" if side["ok"] else "**build-break**"
-        timing = "cached" if side["cached"] else f"{side['seconds']:.0f} s"
-        lines.append(f"| {side['source']} | {side['burn'] or 'not locked'} | {state} ({timing}) |")
+        state = "ok" if side.ok else "**build-break**"
+        timing = "cached" if side.cached else f"{side.seconds:.0f} s"
+        lines.append(f"| {_md(side.source)} | {side.burn or 'not locked'} | {state} ({timing}) |")
     for side in (src, dst):
-        if side["errors"]:
-            lines += ["", f"First compiler errors against burn {side['source']}:", "", "```"]
-            lines += side["errors"] + ["```"]
+        if side.errors:
+            lines += ["", f"First compiler errors against burn {_md(side.source)}:", "", "```"]
+            lines += [e.replace("`", "'") for e in side.errors] + ["```"]
     lines += ["", "| class | case | run | findings |", "|---|---|---|---|"]
     for klass, rows in _grouped(report):
         for row in rows:
-            findings = "<br>".join(f.replace("|", "\\|") for f in row["findings"]) or "—"
-            lines.append(f"| {klass} | {row['case']} | {row['run']} | {findings} |")
-    lines += ["", f"Performance rule: {report['rule']}.", f"torch: {report['torch_runs']}.", ""]
+            findings = "<br>".join(_md(f) for f in row.findings) or "—"
+            lines.append(f"| {klass} | {_md(row.case)} | {_md(row.run)} | {findings} |")
+    lines += ["", f"Performance rule: {report.rule}.", f"torch: {report.torch_runs}.", ""]
     return "\n".join(lines)

@@ -8,17 +8,15 @@ import hashlib
 import re
 import subprocess
 import tempfile
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput, Infrastructure
-from ..execute import PROJECT_ROOT
-from ..semver import is_version
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib  # type: ignore[no-redef]
+from ..inputs import MAX_PATH_CHARS
+from ..model.base import quote
+from ..paths import PROBE_MANIFEST
+from ..versions import is_version
 
 
 @dataclass(frozen=True)
@@ -39,8 +37,8 @@ class BurnSource:
 
 def pinned_version() -> str:
     """The burn version the project pins (rust_probe/Cargo.toml, `=X.Y.Z`)."""
-    manifest = tomllib.loads((PROJECT_ROOT / "rust_probe" / "Cargo.toml").read_text())
-    requirement = manifest["dependencies"]["burn"]["version"]
+    manifest = tomllib.loads(PROBE_MANIFEST.read_text())
+    requirement: str = manifest["dependencies"]["burn"]["version"]
     return requirement.lstrip("=")
 
 
@@ -61,29 +59,39 @@ def parse(argument: str, option: str) -> BurnSource | str:
     """A source from --from/--to; the string "latest" is returned as is."""
     if argument == "latest":
         return "latest"
+    if not argument.strip():
+        raise BadInput(f"{option}: empty; give a semantic version (e.g. 0.22.0), 'latest' or a folder")
+    if len(argument) > MAX_PATH_CHARS:
+        raise BadInput(
+            f"{option}: {len(argument)} characters; not a version, and longer than any folder "
+            f"path accepted ({MAX_PATH_CHARS})"
+        )
     if is_version(argument):
         return BurnSource(version=argument)
     folder = Path(argument)
-    if argument and folder.is_dir():
+    if folder.is_dir():
         crate = _burn_crate_dir(folder)
         if crate is None:
-            raise BadInput(f"{option} {argument}: the folder holds no Cargo.toml of the burn crate "
-                           "(looked at ./Cargo.toml and ./crates/burn/Cargo.toml)")
+            raise BadInput(
+                f"{option} {argument}: the folder holds no Cargo.toml of the burn crate "
+                "(looked at ./Cargo.toml and ./crates/burn/Cargo.toml)"
+            )
         return BurnSource(path=crate)
-    raise BadInput(f"{option} {argument!r}: not a semantic version (e.g. 0.22.0 or 0.23.0-pre.1), "
-                   "'latest', or an existing folder holding burn's Cargo.toml")
+    raise BadInput(
+        f"{option} {quote(argument)}: not a semantic version (e.g. 0.22.0 or 0.23.0-pre.1), "
+        "'latest', or an existing folder holding burn's Cargo.toml"
+    )
 
 
 _VERSION_LINE = re.compile(r"^version:\s*(\S+)", re.MULTILINE)
 
 
-def _cargo_info(spec: str) -> subprocess.CompletedProcess:
+def _cargo_info(spec: str) -> subprocess.CompletedProcess[str]:
     # Outside any workspace: inside this one, `cargo info burn` reports the
     # locked version instead of the registry's newest.
     try:
         with tempfile.TemporaryDirectory(prefix="burn-info-") as neutral:
-            return subprocess.run(["cargo", "info", spec], capture_output=True, text=True, timeout=300,
-                                  cwd=neutral)
+            return subprocess.run(["cargo", "info", spec], capture_output=True, text=True, timeout=300, cwd=neutral)
     except FileNotFoundError:
         raise Infrastructure("cargo is not installed: install Rust (1.95 or newer)") from None
     except subprocess.TimeoutExpired:
@@ -92,7 +100,7 @@ def _cargo_info(spec: str) -> subprocess.CompletedProcess:
 
 def resolve(source: BurnSource | str) -> BurnSource:
     """Ask the registry: `latest` becomes a version; a version must exist (exit 3 if not)."""
-    if source == "latest":
+    if isinstance(source, str):  # "latest"
         out = _cargo_info("burn")
         match = _VERSION_LINE.search(out.stdout)
         if out.returncode != 0 or not match:

@@ -1,0 +1,64 @@
+"""How values read in the terminal, the report and the upgrade check: one
+place for flags, numbers, outcomes and shortened text."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from .model.results import RunRecord, Verdict
+
+
+def flag(value: Any) -> str:
+    """`true` / `false` as Rust prints them; `None` for a missing value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "None" if value is None else str(value)
+
+
+def fmt(value: Any, spec: str = ".3g") -> str:
+    """A value for a table cell: `-` for none, numbers by `spec`."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return format(value, spec)
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {fmt(v, spec)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def outcome_text(run: RunRecord) -> str:
+    """`ok`, `panic at step 3 (backward)`, `crash SIGSEGV`, `timeout after 600 s`."""
+    if run.outcome == "panic" and run.panic is not None:
+        return f"panic at step {run.panic.step} ({run.panic.phase or '?'})"
+    if run.outcome == "error" and run.error is not None:
+        return f"error {run.error.type}"
+    if run.outcome == "crash" and run.crash is not None:
+        c = run.crash
+        return "crash " + (c.signal or (f"exit {c.exit_code}" if c.exit_code is not None else "(no status)"))
+    if run.outcome == "timeout":
+        return f"timeout after {run.timeout_s or 0:g} s"
+    return run.outcome
+
+
+def panic_text(run: RunRecord) -> str | None:
+    """`step 3: Cannot run backward: ...`, or None if the run did not panic."""
+    if run.panic is None:
+        return None
+    return f"step {run.panic.step}: {run.panic.message}"
+
+
+def observed_text(verdict: Verdict, spec: str = ".3g") -> str:
+    """What a verdict observed; for a pair, each run's value by its name."""
+    observed = verdict.observed
+    if verdict.b is not None and isinstance(observed, dict):
+        return f"{verdict.a} {fmt(observed.get('a'), spec)}, {verdict.b} {fmt(observed.get('b'), spec)}"
+    return fmt(observed, spec)

@@ -1,0 +1,103 @@
+"""The base of every typed model: strict, frozen, no unknown keys, finite numbers.
+
+A model validates what it is given or raises pydantic's `ValidationError`;
+`describe_errors` turns that into one line per problem that names the key path
+(`runs[4].expect.slowdown_ratio.min`) and what would be valid, for `BadInput`.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# Messages quote at most this many characters of a bad value.
+QUOTE_LIMIT = 80
+_INNER_KEY = re.compile(r"^([A-Za-z_]\w*(?:\[\d+\])?(?:\.[A-Za-z_]\w*(?:\[\d+\])?)*): ")
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, validate_default=False)
+
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """`repr(value)`, shortened to `limit` characters with the length said."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 3]}... ({len(text)} characters)"
+
+
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """`("runs", 4, "expect", "outcome")` -> `runs[4].expect.outcome`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part and not part.startswith(("function-", "tagged-union")):
+            out += f".{part}" if out else part
+    return out or "top level"
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models an annotation can hold (through Optional, lists, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType, list, tuple, dict, Annotated):
+        args = typing.get_args(annotation)
+        if origin is Annotated:
+            args = args[:1]
+        return [m for arg in args for m in _models_in(arg)]
+    return []
+
+
+def valid_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys a model nested at `loc` (the parent of an unknown key) accepts."""
+    models = [root]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        found = [
+            m for model in models if part in model.model_fields for m in _models_in(model.model_fields[part].annotation)
+        ]
+        if not found:
+            break
+        models = found
+    return sorted({name for model in models for name in model.model_fields if not name.startswith("_")})
+
+
+def describe_errors(err: ValidationError, root: type[BaseModel] | None = None, limit: int = 5) -> list[str]:
+    """One line per problem: `key.path: message, got VALUE`."""
+    lines = []
+    for item in err.errors(include_url=False)[:limit]:
+        message = item["msg"].removeprefix("Value error, ")
+        path = key_path(item["loc"])
+        # A model's own check names the key it is about ("checkpoints: ..."): join the paths.
+        inner = _INNER_KEY.match(message) if item["type"] == "value_error" else None
+        if inner:
+            path = inner.group(1) if path == "top level" else f"{path}.{inner.group(1)}"
+            message = message[inner.end() :]
+        line = f"{path}: {message}"
+        if item["type"] == "missing":
+            line = f"{path}: missing (required)"
+        elif item["type"] == "extra_forbidden":
+            line = f"{key_path(item['loc'])}: unknown key"
+            if root is not None:
+                line += f"; valid keys here: {', '.join(valid_keys(root, item['loc'][:-1]))}"
+        elif item["type"] not in ("missing", "value_error", "assertion_error") and "input" in item:
+            line += f", got {quote(item['input'])}"
+        lines.append(line)
+    if err.error_count() > limit:
+        lines.append(f"... and {err.error_count() - limit} more")
+    return lines

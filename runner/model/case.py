@@ -1,0 +1,290 @@
+"""Case files (`cases/*.toml`) as typed models.
+
+A case names its parameters, the runs (framework x mode) with what each is
+expected to show, and the pairs of runs that state the differential claim
+(`same` or `differ` on a property). `runner.cases` reads files into these
+models; every problem names the file and the key (`cases/README.md`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
+
+from .. import versions
+from ..frameworks import FRAMEWORKS, modes_of
+from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt
+
+Framework = Literal["torch", "burn"]
+Outcome = Literal["ok", "panic", "error", "crash", "timeout"]
+OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
+# Categorical properties a pair compares (see `runner.metrics.properties`).
+Property = Literal["outcome", "tracked", "grows", "rss_grows"]
+PAIR_PROPERTIES: tuple[str, ...] = Property.__args__  # type: ignore[attr-defined]
+
+# The seed's checkpoints; a run of fewer steps keeps those below its last step, plus that step.
+SEED_CHECKPOINTS = (1, 50, 100, 200, 500, 1000, 2000)
+
+
+def default_checkpoints(steps: int, points: tuple[int, ...] | list[int] = SEED_CHECKPOINTS) -> list[int]:
+    """The checkpoints of a run of `steps` steps: the given ones below it, and the last step."""
+    return [p for p in points if p < steps] + [steps]
+
+
+class RunRef(Model):
+    """One run of a case: `torch/detach`."""
+
+    framework: Framework
+    mode: Annotated[str, Field(min_length=1)]
+
+    def __str__(self) -> str:
+        return f"{self.framework}/{self.mode}"
+
+    @classmethod
+    def parse(cls, text: str) -> RunRef:
+        framework, sep, mode = text.partition("/")
+        if not sep or framework not in FRAMEWORKS or not mode:
+            raise ValueError(f"expected FRAMEWORK/MODE with FRAMEWORK one of {', '.join(FRAMEWORKS)}, got {text!r}")
+        return cls(framework=framework, mode=mode)  # type: ignore[arg-type]
+
+
+def _run_ref(value: Any) -> Any:
+    return RunRef.parse(value) if isinstance(value, str) else value
+
+
+RunRefText = Annotated[RunRef, BeforeValidator(_run_ref)]
+
+
+def _requirement(value: str | None) -> str | None:
+    if value is not None:
+        versions.parse_requirement(value)
+    return value
+
+
+VersionRequirement = Annotated[str, BeforeValidator(lambda v: v if not isinstance(v, str) else _requirement(v))]
+
+
+class Bounds(Model):
+    min: FiniteFloat | None = None
+    max: FiniteFloat | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Bounds:
+        if self.min is None and self.max is None:
+            raise ValueError("needs min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min:g}) is greater than max ({self.max:g})")
+        return self
+
+    def holds(self, value: float | None) -> bool:
+        if value is None or math.isnan(value):
+            return False
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def describe(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f"{self.min:g}..{self.max:g}"
+        if self.min is not None:
+            return f">= {self.min:g}"
+        return f"<= {self.max:g}"
+
+
+class Expect(Model):
+    outcome: Outcome | None = None
+    tracked: bool | None = None
+    panic_step: PositiveInt | None = None
+    panic_message: str | None = None
+    slowdown_ratio: Bounds | None = None
+    rss_growth_mib_per_1000: Bounds | None = None
+    # The expectations hold for these burn versions only (a fixed difference is
+    # recorded by narrowing this, not deleted).
+    burn_versions: VersionRequirement | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Expect:
+        if (self.panic_step or self.panic_message) and self.outcome not in (None, "panic"):
+            raise ValueError(f'panic_step/panic_message need outcome = "panic", got {self.outcome!r}')
+        return self
+
+
+class RunSpec(Model):
+    framework: Framework
+    mode: Annotated[str, Field(min_length=1)]
+    expect: Expect = Expect()
+
+    @property
+    def ref(self) -> RunRef:
+        return RunRef(framework=self.framework, mode=self.mode)
+
+    @property
+    def key(self) -> str:
+        return str(self.ref)
+
+
+class PairSpec(Model):
+    a: RunRefText
+    b: RunRefText
+    same: list[Property] = []
+    differ: list[Property] = []
+    reason: Annotated[str, Field(min_length=1)]
+    burn_versions: VersionRequirement | None = None
+
+    @field_validator("reason")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _check(self) -> PairSpec:
+        if not self.same and not self.differ:
+            raise ValueError("needs same, differ or both")
+        return self
+
+    @property
+    def claims(self) -> list[tuple[Literal["same", "differ"], str]]:
+        same: list[tuple[Literal["same", "differ"], str]] = [("same", p) for p in self.same]
+        return same + [("differ", p) for p in self.differ]
+
+
+class P10Params(Model):
+    """The p10 loop's parameters (`shared/docs/p10-experiment.md`); the defaults
+    are the seed's, and the probe's own (`_probe.P10_DEFAULTS`, held together by a test)."""
+
+    d_in: PositiveInt = 512
+    d_out: PositiveInt = 512
+    batch: PositiveInt = 64
+    lr: PositiveFloat = 1e-3
+    steps: PositiveInt = 2000
+    checkpoints: list[PositiveInt] = []  # empty: `default_checkpoints(steps)`
+    ema_decay: Annotated[float, Field(ge=0, le=1)] = 0.99
+    seed: NonNegativeInt = 0
+    rss_every: NonNegativeInt = 25
+
+    @model_validator(mode="after")
+    def _check(self) -> P10Params:
+        if not self.checkpoints:
+            object.__setattr__(self, "checkpoints", default_checkpoints(self.steps))
+        previous = 0
+        for point in self.checkpoints:
+            if point > self.steps:
+                raise ValueError(
+                    f"checkpoints: every checkpoint must be a step from 1 to steps ({self.steps}), got {point}"
+                )
+            if point <= previous:
+                raise ValueError(f"checkpoints: must be strictly increasing, got {point} after {previous}")
+            previous = point
+        return self
+
+    def with_steps(self, steps: int) -> P10Params:
+        points = default_checkpoints(steps, self.checkpoints)
+        return P10Params.model_validate({**self.model_dump(), "steps": steps, "checkpoints": points})
+
+
+class Windows(Model):
+    """Steps `1..warmup` are ignored; the reference window is the `reference`
+    steps after them; the last window is the final `last` steps."""
+
+    warmup: NonNegativeInt = 50
+    reference: PositiveInt = 150
+    last: PositiveInt = 200
+
+    def reference_range(self) -> tuple[int, int]:
+        return self.warmup + 1, self.warmup + self.reference
+
+    def last_range(self, steps: int) -> tuple[int, int]:
+        return steps - self.last + 1, steps
+
+    def check_fits(self, steps: int) -> None:
+        """Reference and last windows must fit in the steps without overlapping."""
+        needed = self.warmup + self.reference + self.last
+        if needed > steps:
+            raise ValueError(
+                f"warmup + reference + last = {self.warmup} + {self.reference} + {self.last} = {needed} "
+                f"steps, more than the {steps} steps run; use at least {needed} steps or smaller windows"
+            )
+
+
+class Thresholds(Model):
+    grows_ratio: PositiveFloat = 2.0
+    rss_grows_mib_per_1000: FiniteFloat = 8.0
+
+
+class Execution(Model):
+    timeout_s: Annotated[float, Field(gt=0, le=86_400, allow_inf_nan=False)] = 600.0
+
+
+class P10Case(Model):
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    kind: Literal["p10"]
+    description: str = ""
+    params: P10Params = P10Params()
+    windows: Windows = Windows()
+    thresholds: Thresholds = Thresholds()
+    execution: Execution = Execution()
+    runs: Annotated[list[RunSpec], Field(min_length=1)]
+    pairs: list[PairSpec] = []
+
+    _path: Path = PrivateAttr(default=Path("<memory>"))
+
+    @field_validator("description")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _check(self) -> P10Case:
+        self.windows.check_fits(self.params.steps)
+        seen: set[str] = set()
+        for index, run in enumerate(self.runs):
+            valid = modes_of(self.kind, run.framework)
+            if run.mode not in valid:
+                raise ValueError(
+                    f"runs[{index}].mode: unknown mode {run.mode!r} for {run.framework}; valid: {', '.join(valid)}"
+                )
+            if run.expect.burn_versions and run.framework != "burn":
+                raise ValueError(
+                    f"runs[{index}].expect.burn_versions: only burn runs can be limited to "
+                    f"burn versions; this is a {run.framework} run"
+                )
+            if run.key in seen:
+                raise ValueError(f"runs[{index}]: {run.key} is listed twice")
+            seen.add(run.key)
+        for index, pair in enumerate(self.pairs):
+            for end in ("a", "b"):
+                ref = getattr(pair, end)
+                if str(ref) not in seen:
+                    raise ValueError(
+                        f"pairs[{index}].{end}: {str(ref)!r} is not a run of this case; "
+                        f"runs: {', '.join(r.key for r in self.runs)}"
+                    )
+        return self
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def located(self, path: Path) -> P10Case:
+        self._path = path
+        return self
+
+    @property
+    def steps(self) -> int:
+        return self.params.steps
+
+    @property
+    def timeout_s(self) -> float:
+        return self.execution.timeout_s
+
+    def run(self, key: str) -> RunSpec | None:
+        return next((r for r in self.runs if r.key == key), None)
+
+    def replace(self, **changes: Any) -> P10Case:
+        """A copy with fields changed (validated again), keeping the file path."""
+        data = {**self.model_dump(), **{k: v.model_dump() if isinstance(v, Model) else v for k, v in changes.items()}}
+        return type(self).model_validate(data).located(self.path)
+
+
+Case = P10Case

@@ -1,0 +1,265 @@
+"""The results document (`check --json`, `report`'s results.json, history
+entries) as typed models: one schema from the producers to the readers.
+
+`schemas/results.schema.json` is generated from `ResultsDocument` (and checked
+by a test against it); `runner.model.migrate` reads older schema versions.
+"""
+
+from __future__ import annotations
+
+import builtins
+import datetime as dt
+import json
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import AfterValidator, Field, JsonValue, model_validator
+
+from .base import FiniteFloat, Model, NonNegativeFloat, NonNegativeInt, PositiveInt
+from .case import Outcome, RunRef
+
+M = TypeVar("M", bound=Model)
+
+SCHEMA_VERSION: Literal[2] = 2
+# A file of several results documents (one per machine), as `report` writes it.
+BUNDLE_KEY = "merged_results_schema_version"
+BUNDLE_VERSION: Literal[2] = 2
+
+ShortText = Annotated[str, Field(max_length=1_000_000)]
+FlagValue = bool | str | int | float | None
+
+
+def _reasonable_time(value: dt.datetime) -> dt.datetime:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    try:
+        utc = value.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError("a time that cannot be converted to UTC") from None
+    if not 1970 <= utc.year <= 9999:
+        raise ValueError(f"a time in the year {utc.year}, expected 1970 to 9999")
+    return value
+
+
+Timestamp = Annotated[dt.datetime, AfterValidator(_reasonable_time)]
+
+
+class Panic(Model):
+    """A panic inside burn, caught by the probe."""
+
+    message: ShortText
+    location: str | None = None  # file:line:column
+    file: str | None = None
+    line: NonNegativeInt | None = None
+    column: NonNegativeInt | None = None
+    step: NonNegativeInt | None = None  # 0: during setup
+    phase: str | None = None
+
+
+class RunError(Model):
+    """An exception raised by the adapter (torch or the probe's Python face)."""
+
+    type: str
+    message: ShortText
+    traceback: ShortText | None = None
+
+
+class Crash(Model):
+    """The worker died without a record: a signal or an exit code."""
+
+    signal: str | None = None
+    exit_code: int | None = None
+    stderr_tail: ShortText = ""
+
+
+class Checkpoint(Model):
+    step: PositiveInt
+    ms_per_step: NonNegativeFloat
+    rss_bytes: NonNegativeInt | None = None
+    rss_delta_mib: FiniteFloat | None = None
+    tracked: bool | None = None
+    flags: dict[str, FlagValue] = {}
+
+
+class Slope(Model):
+    value: FiniteFloat
+    ci95: tuple[FiniteFloat, FiniteFloat]
+
+
+Window = tuple[PositiveInt, PositiveInt]
+
+
+class Metrics(Model):
+    """Computed from a run's per-step times and checkpoints (`runner.metrics`)."""
+
+    steps_completed: NonNegativeInt
+    reference_window: Window
+    last_window: Window
+    reference_median_ms: NonNegativeFloat | None = None
+    last_median_ms: NonNegativeFloat | None = None
+    slowdown_ratio: NonNegativeFloat | None = None
+    slope_ms_per_1000: Slope | None = None
+    rss_growth_mib_per_1000: FiniteFloat | None = None
+    tracked: bool | None = None
+    tracked_consistent: bool = True
+
+
+class RawRun(Model):
+    """One run as the worker (or the parent, for a crash or timeout) reported it."""
+
+    case: str
+    framework: Literal["torch", "burn"]
+    mode: str
+    outcome: Outcome
+    panic: Panic | None = None
+    error: RunError | None = None
+    crash: Crash | None = None
+    timeout_s: FiniteFloat | None = None
+    stderr_tail: ShortText | None = None
+    versions: dict[str, str | None] = {}
+    params: dict[str, JsonValue] = {}
+    step_ms: list[NonNegativeFloat] = []
+    checkpoints: list[Checkpoint] = []
+    rss_samples: list[tuple[NonNegativeInt, FiniteFloat]] = []
+    wall_s: NonNegativeFloat = 0.0
+
+    @model_validator(mode="after")
+    def _details_match_outcome(self) -> RawRun:
+        needs = {"panic": self.panic, "error": self.error, "crash": self.crash}
+        if self.outcome in needs and needs[self.outcome] is None:
+            raise ValueError(f"outcome {self.outcome!r} needs its {self.outcome!r} details")
+        return self
+
+    @property
+    def ref(self) -> RunRef:
+        return RunRef(framework=self.framework, mode=self.mode)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.case, self.framework, self.mode
+
+
+class RunRecord(RawRun):
+    """One run: what the worker reported, and the metrics computed from it."""
+
+    metrics: Metrics
+
+
+def from_data(model: type[M], data: Any) -> M:
+    """Validate plain data (lists where the model has tuples) as JSON would be."""
+    return model.model_validate_json(json.dumps(data, allow_nan=False))
+
+
+class Verdict(Model):
+    """One expectation checked: a run's (`relation` "expect") or a pair's
+    (`relation` "same" or "differ", `b` set, `observed` {"a": ..., "b": ...})."""
+
+    case: str
+    a: RunRef
+    b: RunRef | None = None
+    relation: Literal["expect", "same", "differ"]
+    property: str
+    expected: JsonValue
+    observed: JsonValue
+    passed: bool
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _pair_has_both_ends(self) -> Verdict:
+        if (self.relation == "expect") != (self.b is None):
+            raise ValueError("a pair verdict (same/differ) names both runs a and b; a run's (expect) only a")
+        return self
+
+    @builtins.property
+    def is_pair(self) -> bool:
+        return self.b is not None
+
+    @builtins.property
+    def subject(self) -> str:
+        """`burn/detach`, or `torch/detach ~ burn/detach` for a pair."""
+        return f"{self.a} ~ {self.b}" if self.b is not None else str(self.a)
+
+    @builtins.property
+    def check(self) -> str:
+        """`slowdown_ratio`, or `pair same: tracked`."""
+        return self.property if self.b is None else f"pair {self.relation}: {self.property}"
+
+    @builtins.property
+    def key(self) -> tuple[str, str, str]:
+        return self.case, self.subject, self.check
+
+
+class Skipped(Model):
+    """An expectation limited to other burn versions (`burn_versions`), not checked."""
+
+    case: str
+    a: RunRef
+    b: RunRef | None = None
+    burn_versions: str
+    burn: str | None = None
+
+    @builtins.property
+    def subject(self) -> str:
+        return f"{self.a} ~ {self.b}" if self.b is not None else str(self.a)
+
+
+class Provenance(Model):
+    burn: str | None = None
+    probe_profile: str | None = None
+    torch: str | None = None
+    rustc: str | None = None
+    python: str | None = None
+    cpu: str
+    machine: str
+    system: str
+    cores: PositiveInt | None = None
+    git_commit: str | None = None
+    started: Timestamp
+    finished: Timestamp | None = None
+
+
+class Summary(Model):
+    runs: NonNegativeInt
+    expectations: NonNegativeInt
+    passed: NonNegativeInt
+    failed: NonNegativeInt
+
+    @classmethod
+    def of(cls, runs: list[RunRecord], expectations: list[Verdict]) -> Summary:
+        failed = sum(not e.passed for e in expectations)
+        return cls(runs=len(runs), expectations=len(expectations), passed=len(expectations) - failed, failed=failed)
+
+
+class ResultsDocument(Model):
+    schema_version: Literal[2]
+    provenance: Provenance
+    summary: Summary
+    runs: list[RunRecord]
+    expectations: list[Verdict]
+    not_applicable: list[Skipped] = []
+
+    @model_validator(mode="after")
+    def _runs_unique(self) -> ResultsDocument:
+        seen: set[tuple[str, str, str]] = set()
+        for index, run in enumerate(self.runs):
+            if run.key in seen:
+                raise ValueError(f"runs[{index}]: a second run of {run.case} {run.framework}/{run.mode}")
+            seen.add(run.key)
+        return self
+
+    def run(self, key: tuple[str, str, str]) -> RunRecord | None:
+        return next((r for r in self.runs if r.key == key), None)
+
+
+class Bundle(Model):
+    """Several results documents in one file (one per machine)."""
+
+    merged_results_schema_version: Literal[2]
+    results: Annotated[list[ResultsDocument], Field(min_length=1)]
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a results document, as committed in `schemas/`."""
+    schema = ResultsDocument.model_json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://github.com/burn-torch-diff/schemas/results.schema.json"
+    return schema
