@@ -254,6 +254,7 @@ def test_linear_declarations():
         ("x = input(0, 2)\n", 1, "dimensions are positive integer literals"),
         ("x = input(n)\n", 1, "dimensions are positive integer literals"),
         ("x = input(4096, 4096)\n", 1, "elements; at most"),
+        ("".join(f"x{i} = input(2048, 2048)\n" for i in range(5)), 5, "elements together"),
         ("lin = Linear(2)\n", 1, "Linear takes 2 dimensions"),
         ("lin = Linear(2, 3, bias=1)\n", 1, "bias must be True or False"),
         ("lin = Linear(2, 3, layout='t')\n", 1, "layout must be 'transposed' or 'copied'"),
@@ -263,6 +264,10 @@ def test_linear_declarations():
         ("lin = Linear(2, 3)\nx = input(2)\ny = lin(x, x)\n", 3, "a Linear takes one tensor"),
         ("x = input(2)\ny = relu(param(2))\n", 2, "declarations are statements of their own"),
         ("x = input(2)\ny = relu(x\n", 2, "not valid program syntax"),
+        ("x = input(2); y = input(3)\n", 1, "one statement per line"),
+        ("x = input(2)\ny = relu(x); z = exp(x)\n", 2, "one statement per line"),
+        ("x = input(2)\nfor i in range(2): y = relu(x)\n", 2, "one statement per line"),
+        ("x = input(2)\nwith no_grad(): y = relu(x)\n", 2, "one statement per line"),
         ("x = input(2)\n  y = relu(x)\n", 2, "not valid program syntax: unexpected indent"),
         ("x = input(2)\ny = relu(x)\x00\n", 0, "not valid program syntax"),
         ("x = input(2)\n" + "".join("    " * i + "for i in range(2):\n" for i in range(9)) + "    " * 9 + "y = relu(x)\n",
@@ -286,7 +291,10 @@ def test_errors_name_the_line_and_the_problem(source, line, fragment):
         "x = input(2)\ny = " + "-" * 100_000 + "x\n",
         "x = input(2)\ny = " + "relu(" * 20_000 + "x" + ")" * 20_000 + "\n",
         "".join(" " * i + "for i in range(2):\n" for i in range(150)),
-        "x = input(2)\n" + "y = relu(x)\n" * 20_000,
+        "x = input(2)\n" + "y=relu(x)\n" * 15_000,
+        "x = input(2)\ny = " + "(" * 90_000 + "x" + ")" * 90_000 + "\n",
+        "x = input(2)\ny = " + "(" * 150_000 + "\n",
+        "x = input(2)\ny = relu(" + "[" * 100_000 + "\n",
         "x = input(2)\ny = [" * 30_000,
     ],
 )
@@ -295,6 +303,7 @@ def test_hostile_input_is_bad_input_quickly(source):
     message = bad(source)
     assert time.perf_counter() - started < 5
     assert re.search(r"too (deeply|large)|characters; at most|nested more than|more than \d+ operations|syntax", message)
+    assert "Traceback" not in message
 
 
 def test_size_cap_is_documented():
@@ -350,117 +359,3 @@ def test_unparse_refuses_temporaries_it_cannot_nest():
 def test_parsed_program_is_validated_again_as_a_model():
     p = parse(P10, where=WHERE)
     assert ParsedProgram.model_validate(p.model_dump()) == p
-
-
-# ---- property tests -------------------------------------------------------------------------------
-
-hypothesis = pytest.importorskip("hypothesis")
-st = pytest.importorskip("hypothesis.strategies")
-given, settings = hypothesis.given, hypothesis.settings
-
-_UNARY = ["relu", "exp", "tanh", "sigmoid", "abs", "clone", "detach", "transpose", "neg"]
-_TENSORS = ["x", "w", "lin.weight"]
-
-
-@st.composite
-def _expr(draw, names, depth=0):
-    leaf = draw(st.sampled_from(names))
-    if depth >= 3 or draw(st.integers(0, 3)) == 0:
-        return leaf
-    kind = draw(st.integers(0, 7))
-    a = draw(_expr(names, depth + 1))
-    number = draw(st.one_of(
-        st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False),
-        st.integers(-100, 100),
-    ))
-    if kind == 0:
-        b = draw(_expr(names, depth + 1))
-        return f"({a}) {draw(st.sampled_from(['+', '-', '*', '/', '@']))} ({b})"
-    if kind == 1:
-        return f"({a}) {draw(st.sampled_from(['+', '-', '*']))} {number!r}"
-    if kind == 2:
-        return f"{number!r} {draw(st.sampled_from(['+', '*']))} ({a})"
-    if kind == 3:
-        return f"({a}) ** {draw(st.integers(-3, 4))}"
-    if kind == 4:
-        op = draw(st.sampled_from(_UNARY))
-        return f"-({a})" if op == "neg" else f"{op}({a})"
-    if kind == 5:
-        return f"sum_dim({a}, {draw(st.integers(0, 1))})"
-    if kind == 6:
-        divisor = draw(st.sampled_from([2.0, -4.0, 0.5, 3.0, 1e-3]))
-        return f"({a}) / {divisor!r}"
-    return f"lin({a})"
-
-
-@st.composite
-def _program(draw):
-    lines = ["x = input(2, 2)", "w = param(2, 2, init='uniform')", "lin = Linear(2, 2)", "opt = sgd(lr=0.1)"]
-    names = list(_TENSORS)
-    fresh = iter(f"v{i}" for i in range(100))
-
-    def body(depth, indent):
-        for _ in range(draw(st.integers(1, 4))):
-            choice = draw(st.integers(0, 9))
-            if choice >= 8 and depth >= 2:
-                choice = 7
-            pad = "    " * indent
-            if choice <= 4:
-                target = draw(st.sampled_from([n for n in names if n.startswith("v")] + [next(fresh)]))
-                value = draw(_expr(names))
-                lines.append(f"{pad}{target} = {value if '(' in value else f'clone({value})'}")
-                if target not in names:
-                    names.append(target)
-            elif choice == 5:
-                lines.append(f"{pad}observe({draw(st.sampled_from(names))}, values={draw(st.booleans())})")
-            elif choice == 6:
-                lines.append(f"{pad}backward(sum({draw(_expr(names))}), retain_graph=True)")
-            elif choice == 7:
-                lines.append(f"{pad}step(opt)")
-            elif choice == 8:
-                lines.append(f"{pad}for i{depth} in range({draw(st.integers(1, 5))}):")
-                body(depth + 1, indent + 1)
-            else:
-                lines.append(f"{pad}with no_grad():")
-                body(depth + 1, indent + 1)
-            if draw(st.integers(0, 4)) == 0:
-                lines.append("")
-
-    body(0, 0)
-    return "\n".join(lines) + "\n"
-
-
-@settings(max_examples=150, deadline=None)
-@given(_program())
-def test_property_parse_unparse_round_trip(source):
-    p = parse(source, where="generated")
-    again = parse(unparse(p), where="unparsed")
-    assert again == p
-
-
-_TOKENS = list("xyw0123456789 .,()[]=+-*/@:_\n\t'\"#") + [
-    "relu", "for ", " in ", "range", "input", "param", "Linear", "with ", "no_grad", "observe", "sum_dim",
-    "backward", "sgd", "lr=", "    ", "**", "e9", "lin", "True", "-", "lambda", "import ",
-]
-_SYNTAXY = st.lists(st.sampled_from(_TOKENS), max_size=40).map("".join)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.text(max_size=200), _SYNTAXY))
-def test_property_parser_raises_only_bad_input(text):
-    try:
-        p = parse(text, where="fuzz")
-    except BadInput as e:
-        assert str(e).startswith("fuzz:")
-    else:
-        assert parse(unparse(p), where="again") == p
-
-
-@settings(max_examples=100, deadline=None)
-@given(_program(), st.integers(0, 400), st.text(max_size=3))
-def test_property_mutated_programs_raise_only_bad_input(source, at, insert):
-    text = source[:at] + insert + source[at + len(insert):]
-    try:
-        parse(text, where="fuzz")
-    except BadInput:
-        pass

@@ -40,6 +40,8 @@ IR_VERSION = 1
 MAX_RANK = 4
 MAX_ELEMENTS = 1 << 22
 """Elements of one initial tensor (4M: a 2048 x 2048 matrix)."""
+MAX_TOTAL_ELEMENTS = 1 << 24
+"""Elements of all initial tensors together (16M: 64 MiB of float32)."""
 MAX_STATEMENTS = 10_000
 MAX_DEPTH = 8
 """Nesting of blocks (a `for` inside a `for` is depth 2)."""
@@ -390,7 +392,15 @@ def check_body(
     visit(body, 0)
 
 
-def _check_declarations(names: Sequence[str], modules: Sequence[ModuleDecl], module_of: Sequence[str | None]) -> None:
+def _check_declarations(
+    names: Sequence[str],
+    modules: Sequence[ModuleDecl],
+    module_of: Sequence[str | None],
+    shapes: Sequence[Sequence[int]],
+) -> None:
+    total = sum(_product(shape) for shape in shapes)
+    if total > MAX_TOTAL_ELEMENTS:
+        raise ValueError(f"the tensors have {total} elements together; at most {MAX_TOTAL_ELEMENTS} are allowed")
     seen: set[str] = set()
     for name in names:
         if name in seen:
@@ -432,7 +442,9 @@ class Program(_Strict):
 
     @model_validator(mode="after")
     def _semantics(self) -> Program:
-        _check_declarations([t.name for t in self.tensors], self.modules, [t.module for t in self.tensors])
+        _check_declarations(
+            [t.name for t in self.tensors], self.modules, [t.module for t in self.tensors], [t.shape for t in self.tensors]
+        )
         by_name = {t.name: t for t in self.tensors}
         for m in self.modules:
             shapes = m.param_shapes()
@@ -506,7 +518,9 @@ class ParsedProgram(_Strict):
 
     @model_validator(mode="after")
     def _semantics(self) -> ParsedProgram:
-        _check_declarations([t.name for t in self.tensors], self.modules, [t.module for t in self.tensors])
+        _check_declarations(
+            [t.name for t in self.tensors], self.modules, [t.module for t in self.tensors], [t.shape for t in self.tensors]
+        )
         by_name = {t.name: t for t in self.tensors}
         for m in self.modules:
             for pname, shape in m.param_shapes().items():

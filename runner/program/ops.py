@@ -363,7 +363,7 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         torch_code="{a0}.step()",
     ),
     OpSpec(
-        "zero_grad", "optimizer", ("optimizer",), "none", "`zero_grad(opt)`", "`opt.zero_grad()`",
+        "zero_grad", "optimizer", ("optimizer",), "none", "`zero_grad(opt)`", "`opt.zero_grad()` (`.grad` becomes None)",
         "nothing (burn's gradients are the value `backward()` returned; with `accumulate`, the sum is reset)",
         "clears the gradients", torch_code="{a0}.zero_grad()",
     ),

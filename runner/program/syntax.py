@@ -29,6 +29,7 @@ from .ir import (
     MAX_ELEMENTS,
     MAX_RANK,
     MAX_STATEMENTS,
+    MAX_TOTAL_ELEMENTS,
     TEMP_NAME,
     USER_NAME,
     ModuleDecl,
@@ -44,6 +45,8 @@ from .ir import (
 from .ops import ARG_NAME, DECLARATIONS, INITS, OMITTED, OPS, REQUIRED, RESERVED_NAMES, AttrSpec, AttrValue
 
 MAX_SOURCE_CHARS = 200_000
+MAX_DECLARATIONS = 500
+"""Tensors and modules declared by one program (a module's tensors count with it)."""
 MAX_EXPR_DEPTH = 40
 """Operations nested in one expression."""
 
@@ -135,6 +138,8 @@ class _Parser:
         self.first_op_line: int | None = None
         self.index = 0
         self.temps = 0
+        self.total_elements = 0
+        self.last_line = 0
 
     def fail(self, line: int, message: str) -> NoReturn:
         raise BadInput(f"{self.where}: line {line}: {message}")
@@ -149,13 +154,18 @@ class _Parser:
             raise BadInput(f"{self.where}: {e}") from None
         try:
             return ParsedProgram(tensors=self.tensors, modules=self.modules, body=body)
-        except ValidationError as e:  # pragma: no cover - the checks above come first
+        except ValidationError as e:
             raise BadInput(f"{self.where}: {_first_error(e)}") from None
 
     def block(self, nodes: Sequence[ast.stmt], depth: int) -> list[Stmt]:
         out: list[Stmt] = []
         for node in nodes:
             line = node.lineno
+            if line <= self.last_line:
+                self.fail(line, "one statement per line (a block's body goes on the lines below its header)")
+            self.last_line = node.end_lineno or line
+            if isinstance(node, (ast.For, ast.With)):
+                self.last_line = line  # its body follows
             if isinstance(node, ast.Assign):
                 out.extend(self.assign(node, depth))
             elif isinstance(node, ast.Expr):
@@ -282,6 +292,8 @@ class _Parser:
         self.check_new_name(name, line, "a declaration")
         if name in self.declared:
             self.fail(line, f"`{name}` is already declared")
+        if len(self.declared) >= MAX_DECLARATIONS:
+            self.fail(line, f"more than {MAX_DECLARATIONS} declarations")
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             self.fail(line, f"{kind}(...): `*` and `**` arguments are not part of the syntax")
         if kind == "Linear":
@@ -302,6 +314,9 @@ class _Parser:
             n *= d
         if n > MAX_ELEMENTS:
             self.fail(line, f"{what}: {n} elements; at most {MAX_ELEMENTS} are allowed")
+        self.total_elements += n + (dims[-1] if what.startswith("Linear") else 0)
+        if self.total_elements > MAX_TOTAL_ELEMENTS:
+            self.fail(line, f"the tensors have more than {MAX_TOTAL_ELEMENTS} elements together")
         return dims
 
     def declare_tensor(self, name: str, kind: str, call: ast.Call, line: int) -> None:
