@@ -1,0 +1,11 @@
+"""Program cases: small programs run by a torch and a burn interpreter from the same initial tensors.
+
+`docs/program-ir.md` is the contract. The parts:
+
+- `ops`: the one table of operations (`OPS`), and the Markdown tables made from it;
+- `ir`: the IR (`Program`, ...) and the result of a run (`RunOutcome`), as pydantic models;
+- `syntax`: `parse(source, where=...)` -> `ParsedProgram`, and `unparse(program)`;
+- `data`: `materialize(parsed, seed)` -> `Program` (seeded float32 initial tensors);
+- `torch_interp`: `run(program)` / `run_batch(programs)` with PyTorch;
+- `render_torch`: `render(program)`, a standalone PyTorch script.
+"""

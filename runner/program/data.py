@@ -1,0 +1,86 @@
+"""The initial tensors of a program: seeded float32 data for every declaration.
+
+Each tensor has its own generator, seeded with `[seed, declaration index]`
+(numpy's `SeedSequence` mixes the two), so adding a declaration after the
+others leaves their data unchanged. Values are float32, row-major, in torch
+layout; a Linear's weight is `[d_out, d_in]`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import ValidationError
+
+from ..errors import BadInput
+from .ir import ParsedProgram, Program, Settings, TensorDecl, TensorSpec, timed_loop
+
+INIT_DOC = {
+    "normal": "standard normal",
+    "uniform": "uniform in [-1, 1)",
+    "positive": "uniform in [0.5, 2) (for log, sqrt, a divisor)",
+    "ones": "all 1",
+    "zeros": "all 0",
+    "arange": "0, 1, 2, ... row-major",
+    "values": "the given values",
+    "linear": "uniform in [-1/sqrt(d_in), 1/sqrt(d_in)) (torch's Linear init)",
+}
+
+
+def make_data(spec: TensorSpec, seed: int, index: int, d_in: int | None = None) -> np.ndarray:
+    """One tensor's float32 values, flat."""
+    n = math.prod(spec.shape)
+    rng = np.random.default_rng([seed, index])
+    init = spec.init
+    if init == "normal":
+        data = rng.standard_normal(n)
+    elif init == "uniform":
+        data = rng.uniform(-1.0, 1.0, n)
+    elif init == "positive":
+        data = rng.uniform(0.5, 2.0, n)
+    elif init == "ones":
+        data = np.ones(n)
+    elif init == "zeros":
+        data = np.zeros(n)
+    elif init == "arange":
+        data = np.arange(n, dtype=np.float64)
+    elif init == "values":
+        assert spec.values is not None
+        data = np.asarray(spec.values, dtype=np.float64)
+    else:
+        assert init == "linear" and d_in is not None
+        bound = 1.0 / math.sqrt(d_in)
+        data = rng.uniform(-bound, bound, n)
+    return data.astype(np.float32)
+
+
+def materialize(parsed: ParsedProgram, seed: int, settings: Settings | None = None) -> Program:
+    """The program with its initial data made from `seed` (an integer >= 0).
+
+    `settings` default: a checkpoint at the timed loop's last iteration (so observations inside it
+    record values once), no RSS samples, no tracked tensor.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise BadInput(f"seed: an integer from 0 to 2**63 - 1, not {seed!r}")
+    d_in = {m.name: m.d_in for m in parsed.modules}
+    tensors = []
+    for index, spec in enumerate(parsed.tensors):
+        data = make_data(spec, seed, index, d_in.get(spec.module) if spec.module else None)
+        tensors.append(
+            TensorDecl.model_construct(
+                name=spec.name, role=spec.role, shape=list(spec.shape), data=data.tolist(), module=spec.module
+            )
+        )
+    if settings is None:
+        loop = timed_loop(parsed.body)
+        count = loop.attrs["count"] if loop is not None else None
+        settings = Settings(checkpoints=[count] if isinstance(count, int) else [])
+    try:
+        # The declarations and body were validated when `parsed` was made; the data is made here
+        # (finite float32 by construction), so only the whole program's consistency is checked.
+        return Program.model_validate(
+            {"tensors": tensors, "modules": parsed.modules, "body": parsed.body, "settings": settings}
+        )
+    except ValidationError as e:
+        raise BadInput(f"program: {e.errors()[0].get('msg', e)}") from None

@@ -1,0 +1,479 @@
+"""The one table of program operations.
+
+Every part of the program machinery reads this table: the parser (which names
+exist, their arity, argument kinds and attributes), the IR validation, the
+torch interpreter and renderer (the torch spelling), the docs (the Markdown
+table of `docs/program-ir.md` section 3 and `cases/README.md`) and, later, the
+fuzz generator (categories, gradients, input domains, which frameworks support
+an op).
+
+Attribute names are the keys of a statement's `attrs` in the IR. An attribute
+whose default is `REQUIRED` must be given; one whose default is `OMITTED` may
+be left out, and is then absent from `attrs` (each framework uses its own
+default, as `adam` does); any other default is filled in by the parser and by
+IR validation, so the interpreters always see every such attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Category = Literal["graph", "math", "autodiff", "module", "optimizer", "block", "observe"]
+ArgKind = Literal["tensor", "module", "optimizer"]
+AttrType = Literal["float", "int", "bool", "str", "int_list"]
+# "tensor": gives a tensor (may be bound to a name or dropped); "none": a statement only;
+# "optimizer": must be bound to a name; "block": a block statement with a body.
+Result = Literal["tensor", "none", "optimizer", "block"]
+# What values a tensor argument should hold for the op to be well defined (the fuzzer reads it).
+Domain = Literal["any", "positive", "nonzero"]
+Framework = Literal["torch", "burn"]
+
+FRAMEWORKS: Final[tuple[Framework, ...]] = ("torch", "burn")
+
+AttrValue = float | int | bool | str | list[int]
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+REQUIRED: Final = _Marker("REQUIRED")
+"""The attribute must be given."""
+OMITTED: Final = _Marker("OMITTED")
+"""The attribute may be left out; it is then absent and each framework uses its own default."""
+ARG_NAME: Final = _Marker("ARG_NAME")
+"""The default is the name of the op's first argument (`observe`'s label)."""
+
+Default = AttrValue | _Marker
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    name: str
+    type: AttrType
+    default: Default = REQUIRED
+    positional: bool = False
+    """May be given positionally in the source, after the op's arguments (in table order)."""
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    minimum_exclusive: bool = False
+    maximum: float | None = None
+    maximum_exclusive: bool = False
+    doc: str = ""
+
+    def describe_range(self) -> str:
+        parts = []
+        if self.minimum is not None:
+            parts.append(f"{'>' if self.minimum_exclusive else '>='} {_number(self.minimum)}")
+        if self.maximum is not None:
+            parts.append(f"{'<' if self.maximum_exclusive else '<='} {_number(self.maximum)}")
+        return " and ".join(parts)
+
+    def check(self, value: AttrValue) -> AttrValue:
+        """The value normalized to the attribute's type (an int for a float attribute becomes a
+        float); `ValueError` with a message that says what is valid."""
+        if self.type == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"`{self.name}` must be True or False, not {value!r}")
+            return value
+        if self.type == "str":
+            if not isinstance(value, str):
+                raise ValueError(f"`{self.name}` must be a string, not {value!r}")
+            if self.choices and value not in self.choices:
+                valid = ", ".join(repr(c) for c in self.choices)
+                raise ValueError(f"`{self.name}` must be one of {valid}, not {value!r}")
+            if not value or len(value) > 200:
+                raise ValueError(f"`{self.name}` must be a string of 1 to 200 characters")
+            return value
+        if self.type == "int_list":
+            if not isinstance(value, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value
+            ):
+                raise ValueError(f"`{self.name}` must be a list of integers, not {value!r}")
+            return list(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            kind = "an integer" if self.type == "int" else "a number"
+            raise ValueError(f"`{self.name}` must be {kind}, not {value!r}")  # noqa: TRY004 - a user's value
+        number: int | float
+        if self.type == "int":
+            if not isinstance(value, int):
+                raise ValueError(f"`{self.name}` must be an integer, not {value!r}")
+            number = value
+        else:
+            number = float(value)
+            if not math.isfinite(number):
+                raise ValueError(f"`{self.name}` must be a finite number, not {value!r}")
+        low, high = self.minimum, self.maximum
+        if (low is not None and (number < low or (self.minimum_exclusive and number == low))) or (
+            high is not None and (number > high or (self.maximum_exclusive and number == high))
+        ):
+            raise ValueError(f"`{self.name}` must be {self.describe_range()}, not {value!r}")
+        return number
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    category: Category
+    args: tuple[ArgKind, ...]
+    result: Result
+    source: str
+    """The source column of the contract table (shared by the ops of one row)."""
+    torch: str
+    """The torch column of the contract table."""
+    burn: str
+    """The burn 0.22.1 column of the contract table."""
+    summary: str
+    attrs: tuple[AttrSpec, ...] = ()
+    frameworks: frozenset[Framework] = frozenset(FRAMEWORKS)
+    differentiable: bool = False
+    """The result carries a gradient back to the tensor arguments."""
+    domain: tuple[Domain, ...] = ()
+    """Per tensor argument: the values for which the op is defined (empty: any)."""
+    kinks: tuple[float, ...] = ()
+    """Input values at which the op is not differentiable (finite differences avoid them)."""
+    inplace: bool = False
+    """Changes its first argument (torch: in place; burn: the name is rebound)."""
+    infix: str | None = None
+    """The source operator (`+`, `@`, unary `-`, `**`...), when the op is written infix."""
+    torch_code: str | None = None
+    """The renderer's template: `{a0}`, `{a1}` are the arguments, `{attr}` / `{attr!r}` the
+    attributes; None when the renderer writes the op itself (blocks, optimizers, observe)."""
+    row: str = ""
+    """The contract table row the op is listed in (the first op of the row); empty: its own."""
+
+    @property
+    def attr_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attrs)
+
+    def attr(self, name: str) -> AttrSpec | None:
+        for a in self.attrs:
+            if a.name == name:
+                return a
+        return None
+
+    @property
+    def positional_attrs(self) -> tuple[AttrSpec, ...]:
+        return tuple(a for a in self.attrs if a.positional)
+
+    def supports(self, framework: Framework) -> bool:
+        return framework in self.frameworks
+
+    def signature(self) -> str:
+        """The call form, e.g. `sum_dim(T, dim)` or `backward(T, retain_graph=False, ...)`."""
+        names = {"tensor": "T", "module": "M", "optimizer": "opt"}
+        parts = [names[k] for k in self.args]
+        for a in self.attrs:
+            if a.positional:
+                parts.append(a.name)
+            elif a.default is REQUIRED:
+                parts.append(f"{a.name}=")
+            elif a.default is OMITTED:
+                parts.append(f"{a.name}=?")
+            elif a.default is ARG_NAME:
+                parts.append(f"{a.name}=<name>")
+            else:
+                parts.append(f"{a.name}={a.default!r}")
+        return f"{self.name}({', '.join(parts)})"
+
+
+_T: Final[tuple[ArgKind, ...]] = ("tensor",)
+_TT: Final[tuple[ArgKind, ...]] = ("tensor", "tensor")
+_BOTH: Final = frozenset(FRAMEWORKS)
+_SCALAR = AttrSpec("scalar", "float", positional=True, doc="the number")
+
+
+def _elementwise(name: str, *, domain: Domain = "any", kinks: tuple[float, ...] = ()) -> OpSpec:
+    return OpSpec(
+        name, "math", _T, "tensor", "`exp(T)` ...", "`torch.exp(t)` ...", "`t.exp()` ...",
+        f"elementwise {name}", differentiable=True, domain=(domain,), kinks=kinks,
+        torch_code=f"torch.{name}({{a0}})", row="exp",
+    )
+
+
+def _activation(name: str, *, kinks: tuple[float, ...] = ()) -> OpSpec:
+    return OpSpec(
+        name, "math", _T, "tensor", "`relu(T)`", "`torch.relu(t)`",
+        "`burn::tensor::activation::relu(t)`", f"activation {name}", differentiable=True,
+        kinks=kinks, torch_code=f"torch.{name}({{a0}})", row="relu",
+    )
+
+
+def _binary(name: str, infix: str, domain: tuple[Domain, ...] = ("any", "any")) -> OpSpec:
+    return OpSpec(
+        name, "math", _TT, "tensor", "`a + b` ...", "`a + b` ... (broadcasts across ranks)",
+        "`a.add(b)` ... (equal ranks only; unequal ranks: `unsupported` at that op)",
+        f"elementwise {name}, broadcasting", differentiable=True, domain=domain, infix=infix,
+        torch_code=f"{{a0}} {infix} {{a1}}", row="add",
+    )
+
+
+def _reduction(name: str) -> OpSpec:
+    return OpSpec(
+        name, "math", _T, "tensor", "`sum(T)`", "`t.sum()` (shape `[]`)", "`t.sum()` (shape `[1]`)",
+        f"{name} of all elements: a scalar", differentiable=True, torch_code=f"{{a0}}.{name}()", row="sum",
+    )
+
+
+_SPECS: Final[tuple[OpSpec, ...]] = (
+    OpSpec(
+        "detach", "graph", _T, "tensor", "`detach(T)`", "`t.detach()`",
+        "`t.detach()` (a leaf keeps `require_grad`)", "the same values, cut from the graph",
+        torch_code="{a0}.detach()",
+    ),
+    OpSpec(
+        "without_autodiff", "graph", _T, "tensor", "`without_autodiff(T)`",
+        "unsupported (`detach()` is already a constant)", "`t.without_autodiff()`",
+        "the values as a tensor without autodiff", frameworks=frozenset({"burn"}),
+    ),
+    OpSpec(
+        "require_grad", "autodiff", _T, "tensor", "`require_grad(T)`", "`t.requires_grad_()`",
+        "`t.require_grad()`", "marks the tensor as a leaf that requires grad", inplace=True,
+        torch_code="{a0}.requires_grad_()",
+    ),
+    OpSpec(
+        "retain_grad", "autodiff", _T, "none", "`retain_grad(T)`", "`t.retain_grad()`",
+        "nearest equivalent, or unsupported", "keeps the gradient of a non-leaf tensor",
+        torch_code="{a0}.retain_grad()",
+    ),
+    OpSpec(
+        "clone", "graph", _T, "tensor", "`clone(T)`", "`t.clone()`", "`t.clone()`", "a copy (in the graph)",
+        differentiable=True, torch_code="{a0}.clone()",
+    ),
+    _binary("add", "+"),
+    _binary("sub", "-"),
+    _binary("mul", "*"),
+    _binary("div", "/", ("any", "nonzero")),
+    OpSpec(
+        "neg", "math", _T, "tensor", "`-a`", "`-a`", "`a.neg()`", "negation", differentiable=True,
+        infix="-", torch_code="-{a0}",
+    ),
+    OpSpec(
+        "matmul", "math", _TT, "tensor", "`a @ b`", "`a @ b`", "`a.matmul(b)`", "matrix product",
+        differentiable=True, infix="@", torch_code="{a0} @ {a1}",
+    ),
+    OpSpec(
+        "transpose", "math", _T, "tensor", "`transpose(T)`", "`t.transpose(-2, -1)`", "`t.transpose()`",
+        "swaps the last two dimensions", differentiable=True, torch_code="{a0}.transpose(-2, -1)",
+    ),
+    OpSpec(
+        "add_scalar", "math", _T, "tensor", "`T + s`", "`t + s`", "`t.add_scalar(s)`",
+        "adds a number (`T - s` is `add_scalar` of `-s`)", attrs=(_SCALAR,), differentiable=True,
+        infix="+", torch_code="{a0} + {scalar!r}",
+    ),
+    OpSpec(
+        "mul_scalar", "math", _T, "tensor", "`T * s`", "`t * s`", "`t.mul_scalar(s)`",
+        "multiplies by a number (`T / s` is `mul_scalar` of `1 / s`)", attrs=(_SCALAR,),
+        differentiable=True, infix="*", torch_code="{a0} * {scalar!r}",
+    ),
+    OpSpec(
+        "powi", "math", _T, "tensor", "`T ** n`", "`t.pow(n)`", "`t.powi_scalar(n)`",
+        "integer power (a negative exponent needs nonzero inputs)",
+        attrs=(AttrSpec("exponent", "int", positional=True, minimum=-64, maximum=64, doc="the integer exponent"),),
+        differentiable=True, infix="**", torch_code="{a0}.pow({exponent})",
+    ),
+    _elementwise("exp"),
+    _elementwise("log", domain="positive"),
+    _elementwise("sqrt", domain="positive", kinks=(0.0,)),
+    _elementwise("abs", kinks=(0.0,)),
+    _elementwise("tanh"),
+    _activation("relu", kinks=(0.0,)),
+    _activation("sigmoid"),
+    _reduction("sum"),
+    _reduction("mean"),
+    OpSpec(
+        "sum_dim", "math", _T, "tensor", "`sum_dim(T, d)`", "`t.sum(d, keepdim=True)`", "`t.sum_dim(d)`",
+        "sum along one dimension, kept with size 1",
+        attrs=(AttrSpec("dim", "int", positional=True, minimum=0, maximum=3, doc="the dimension"),),
+        differentiable=True, torch_code="{a0}.sum({dim}, keepdim=True)",
+    ),
+    OpSpec(
+        "reshape", "math", _T, "tensor", "`reshape(T, [..])`", "`t.reshape(shape)`", "`t.reshape(shape)`",
+        "the same elements in a new shape (one entry may be -1)",
+        attrs=(AttrSpec("shape", "int_list", positional=True, doc="the new shape, rank 1 to 4"),),
+        differentiable=True, torch_code="{a0}.reshape({shape})",
+    ),
+    OpSpec(
+        "item", "graph", _T, "none", "`item(T)`", "`t.item()`", "`t.into_scalar()`",
+        "reads a one-element tensor's value on the host and drops it", torch_code="{a0}.item()",
+    ),
+    OpSpec(
+        "add_scalar_", "graph", _T, "none", "`add_scalar_(T, s)`", "`t.add_(s)` (in place: aliases change)",
+        "`t = t.add_scalar(s)` (tensors are values: no aliasing)", "adds a number in place",
+        attrs=(_SCALAR,), inplace=True, torch_code="{a0}.add_({scalar!r})",
+    ),
+    OpSpec(
+        "linear", "module", ("module", "tensor"), "tensor", "`lin(x)`", "`lin(x)`", "`lin.forward(x)`",
+        "applies a Linear module: x @ weight^T + bias", differentiable=True, torch_code="{a0}({a1})",
+    ),
+    OpSpec(
+        "backward", "autodiff", _T, "none", "`backward(L, retain_graph=False, accumulate=False)`",
+        "`l.backward(retain_graph=...)` (grads accumulate into `.grad`)",
+        "`let grads = l.backward()` (no retain_graph; the newest gradients replace the previous ones; "
+        "with `accumulate=True` they are summed, as `GradientsAccumulator` does)",
+        "backpropagates from a scalar",
+        attrs=(
+            AttrSpec("retain_graph", "bool", False, doc="torch: keep the graph for another backward"),
+            AttrSpec("accumulate", "bool", False, doc="burn: sum the gradients of successive backwards"),
+        ),
+    ),
+    OpSpec(
+        "grad", "autodiff", _T, "tensor", "`grad(T)`", "`t.grad` (error if None)", "`t.grad(&grads)` (error if None)",
+        "the gradient the framework holds for the tensor",
+    ),
+    OpSpec(
+        "sgd", "optimizer", (), "optimizer",
+        "`sgd(lr=, momentum=0, dampening=0, weight_decay=0, nesterov=False)`", "`torch.optim.SGD(params, ...)`",
+        "`SgdConfig::new()` with momentum / weight decay, `.init()`", "SGD over every param (declaration order)",
+        attrs=(
+            AttrSpec("lr", "float", minimum=0, minimum_exclusive=True, doc="learning rate"),
+            AttrSpec("momentum", "float", 0.0, minimum=0),
+            AttrSpec("dampening", "float", 0.0, minimum=0, maximum=1),
+            AttrSpec("weight_decay", "float", 0.0, minimum=0),
+            AttrSpec("nesterov", "bool", False),
+        ),
+    ),
+    OpSpec(
+        "adam", "optimizer", (), "optimizer",
+        "`adam(lr=, beta1=, beta2=, eps=, weight_decay=)` (omitted: each framework's default)",
+        "`torch.optim.Adam(params, ...)`", "`AdamConfig::new()...init()`",
+        "Adam over every param (declaration order)",
+        attrs=(
+            AttrSpec("lr", "float", minimum=0, minimum_exclusive=True, doc="learning rate"),
+            AttrSpec("beta1", "float", OMITTED, minimum=0, maximum=1, maximum_exclusive=True),
+            AttrSpec("beta2", "float", OMITTED, minimum=0, maximum=1, maximum_exclusive=True),
+            AttrSpec("eps", "float", OMITTED, minimum=0, minimum_exclusive=True),
+            AttrSpec("weight_decay", "float", OMITTED, minimum=0),
+        ),
+    ),
+    OpSpec(
+        "step", "optimizer", ("optimizer",), "none", "`step(opt)`", "`opt.step()`",
+        "`model = opt.step(lr, model, GradientsParams::from_grads(grads, &model))`", "one optimizer step",
+        torch_code="{a0}.step()",
+    ),
+    OpSpec(
+        "zero_grad", "optimizer", ("optimizer",), "none", "`zero_grad(opt)`", "`opt.zero_grad()` (`.grad` becomes None)",
+        "nothing (burn's gradients are the value `backward()` returned; with `accumulate`, the sum is reset)",
+        "clears the gradients", torch_code="{a0}.zero_grad()",
+    ),
+    OpSpec(
+        "freeze", "autodiff", _T, "none", "`freeze(P)`", "`p.requires_grad_(False)`",
+        "`param.set_require_grad(false)`", "stops a param from requiring grad", inplace=True,
+        torch_code="{a0}.requires_grad_(False)",
+    ),
+    OpSpec(
+        "observe", "observe", _T, "none", '`observe(T, "label", values=True)`', "record value, grad and flags",
+        "same", "records the tensor's values, gradient and flags",
+        attrs=(
+            AttrSpec("label", "str", ARG_NAME, positional=True, doc="the observation's label"),
+            AttrSpec("values", "bool", True, doc="record values and gradient (False: flags only)"),
+        ),
+    ),
+    OpSpec(
+        "repeat", "block", (), "block", "`for i in range(N):`", "`for i in range(n):`", "`for i in 0..n`",
+        "runs its body N times; the first top-level one is the timed loop",
+        attrs=(
+            AttrSpec("count", "int", minimum=1, maximum=10_000_000, doc="iterations"),
+            AttrSpec("var", "str", "_", doc="the source's loop variable (not a value)"),
+        ),
+    ),
+    OpSpec(
+        "no_grad", "block", (), "block", "`with no_grad():`", "`with torch.no_grad():`",
+        "unsupported (burn has no no_grad scope; use `without_autodiff`)", "runs its body without recording a graph",
+        frameworks=frozenset({"torch"}),
+    ),
+)
+
+OPS: Final[dict[str, OpSpec]] = {spec.name: spec for spec in _SPECS}
+"""Every operation by name, in table order."""
+
+BLOCK_OPS: Final[frozenset[str]] = frozenset(n for n, s in OPS.items() if s.result == "block")
+DECLARATIONS: Final[tuple[str, ...]] = ("param", "input", "Linear")
+"""The source's declaration calls (not operations)."""
+INITS: Final[tuple[str, ...]] = ("normal", "uniform", "positive", "ones", "zeros", "arange")
+"""The `init=` choices of `param(...)` / `input(...)`."""
+RESERVED_NAMES: Final[frozenset[str]] = frozenset(OPS) | frozenset(DECLARATIONS) | {"range", "torch"}
+"""Names a program cannot bind (besides Python keywords and names starting with `_`)."""
+
+
+def supported_ops(framework: Framework) -> tuple[str, ...]:
+    return tuple(name for name, spec in OPS.items() if spec.supports(framework))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_table(*, detailed: bool = False) -> str:
+    """The operations as a Markdown table: the contract's columns (op, source, torch, burn), one row per
+    contract row; `detailed=True` adds the IR attributes, gradient and input domain of each op."""
+    header = ["op", "source", "torch", "burn 0.22.1"]
+    if detailed:
+        header += ["attrs", "gradient", "domain"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows: dict[str, list[OpSpec]] = {}
+    for spec in OPS.values():
+        rows.setdefault(spec.row or spec.name, []).append(spec)
+    for specs in rows.values():
+        first = specs[0]
+        cells = [" ".join(f"`{s.name}`" for s in specs), first.source, first.torch, first.burn]
+        if detailed:
+            attrs = "; ".join(
+                f"`{s.name}`: " + ", ".join(f"`{a.name}` ({a.type})" for a in s.attrs) for s in specs if s.attrs
+            )
+            grads = ", ".join(sorted({"yes" if s.differentiable else "no" for s in specs}))
+            domains = "; ".join(
+                f"`{s.name}`: " + ", ".join(s.domain)
+                for s in specs
+                if any(d != "any" for d in s.domain)
+            )
+            cells += [attrs, grads, domains]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_TYPE_NAMES: Final[dict[AttrType, str]] = {
+    "float": "number", "int": "integer", "bool": "boolean", "str": "string", "int_list": "integer list",
+}
+
+
+def attrs_table() -> str:
+    """The IR `attrs` of every op that has any, as a Markdown table."""
+    lines = ["| op | attr | type | default | meaning |", "|---|---|---|---|---|"]
+    for spec in OPS.values():
+        for a in spec.attrs:
+            if a.default is REQUIRED:
+                default = "required"
+            elif a.default is OMITTED:
+                default = "omitted: the framework's default"
+            elif a.default is ARG_NAME:
+                default = "the tensor's name"
+            else:
+                default = f"`{json.dumps(a.default)}`"
+            meaning = a.doc
+            constraint = a.describe_range()
+            if a.choices:
+                constraint = "one of " + ", ".join(a.choices)
+            if constraint:
+                meaning = f"{meaning} ({constraint})" if meaning else constraint
+            kind = _TYPE_NAMES[a.type]
+            if a.positional:
+                kind += ", positional"
+            lines.append(f"| `{spec.name}` | `{a.name}` | {kind} | {default} | {_cell(meaning)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table())
+    print(attrs_table())

@@ -1,0 +1,145 @@
+"""Rendered PyTorch scripts reproduce the interpreter's observations when run on their own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from runner.program import torch_interp
+from runner.program.data import materialize
+from runner.program.ir import Settings, same_values
+from runner.program.render_torch import render
+from runner.program.syntax import parse
+
+PROGRAMS = {
+    "p10": (
+        """\
+lin = Linear(16, 16)
+x = input(8, 16)
+opt = sgd(lr=1e-3)
+ema = detach(lin.weight)
+for step in range(20):
+    out = lin(x)
+    loss = mean((out - x @ transpose(ema)) ** 2)
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    ema = ema * 0.99 + detach(lin.weight) * 0.01
+    observe(ema, values=False)
+    observe(lin.bias)
+observe(lin.weight)
+""",
+        Settings(checkpoints=[1, 10, 20], track="ema"),
+    ),
+    "everything": (
+        """\
+w = param(3, 4, init="uniform")
+p = param(3, 4, init="positive")
+v = param(4, values=[1, -2, 0.5, 3])
+lin = Linear(4, 2, bias=False)
+x = input(5, 4)
+opt = adam(lr=0.01, beta1=0.8)
+sg = sgd(lr=0.1, momentum=0.5)
+for i in range(3):
+    h = relu(lin(x * v)) + sigmoid(sum_dim(x, 1))
+    q = log(p) * sqrt(p) / p - abs(w) ** 2 + exp(tanh(w)) + v
+    r = reshape(transpose(q), [6, 2]) @ transpose(h)
+    s = mean(r) + sum(clone(q)) * 0.5 - 1.0
+    retain_grad(q)
+    zero_grad(opt)
+    backward(s, retain_graph=True)
+    observe(q, "q")
+    step(opt)
+    item(s)
+with no_grad():
+    k = w * 2.0
+    observe(k)
+d = detach(w)
+add_scalar_(d, 0.5)
+observe(w, "w after the alias changed")
+g = grad(p)
+observe(g)
+freeze(p)
+zero_grad(sg)
+backward(sum(-w * p))
+step(sg)
+observe(p)
+observe(w, values=False)
+""",
+        Settings(checkpoints=[2, 3]),
+    ),
+    "nan": (
+        "a = input(3, values=[-1, 0, 2])\nb = log(a)\nobserve(b)\n",
+        None,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    """Every rendered script, run at once (in parallel) with python3: its printed observations."""
+    folder = tmp_path_factory.mktemp("rendered")
+    procs = {}
+    programs = {}
+    for name, (source, settings) in PROGRAMS.items():
+        program = materialize(parse(source, where=name), 7, settings)
+        programs[name] = program
+        script = Path(folder) / f"{name}.py"
+        script.write_text(render(program, title=f"test program {name}"))
+        procs[name] = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True)
+    results = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        results[name] = (programs[name], [json.loads(line) for line in out.splitlines()])
+    return results
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_rendered_script_prints_the_interpreters_observations(outputs, name):
+    program, printed = outputs[name]
+    result = torch_interp.run(program)
+    assert result["outcome"] == "ok", result["failure"]
+    expected = result["observations"]
+    assert len(printed) == len(expected)
+    for got, want in zip(printed, expected):
+        for key in ("values", "grad"):
+            assert same_values(got.pop(key), want[key]), (name, want["label"], key)
+        assert got == {k: v for k, v in want.items() if k not in ("values", "grad")}
+
+
+def test_rendered_script_uses_the_torch_spellings():
+    program = materialize(parse(PROGRAMS["p10"][0], where="p10"), 0, PROGRAMS["p10"][1])
+    text = render(program)
+    for line in [
+        "lin = torch.nn.Linear(16, 16, bias=True, dtype=_DTYPE)",
+        "opt = torch.optim.SGD(_params, lr=0.001, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)",
+        "ema = lin.weight.detach()  # [1] line 4",
+        "    _t1 = ema.transpose(-2, -1)  # [4] line 7",
+        "    loss.backward()  # [10] line 9",
+        "    _t5 = ema * 0.99  # [12] line 11",
+    ]:
+        assert "    " + line in text, line
+    compile(text, "rendered", "exec")
+    assert "torch.float64" in render(program, dtype="float64")
+
+
+def test_render_refuses_what_torch_lacks():
+    program = materialize(parse("a = param(2)\nb = without_autodiff(a)\n", where="t"), 0)
+    with pytest.raises(ValueError, match="torch has no `without_autodiff`"):
+        render(program)
+
+
+def test_render_in_float64_matches_the_float64_interpreter(tmp_path):
+    program = materialize(parse("a = param(3)\nb = exp(a) / 3.0\nobserve(b)\n", where="t"), 1)
+    script = tmp_path / "f64.py"
+    script.write_text(render(program, dtype="float64"))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+    printed = json.loads(out.stdout)
+    assert printed["values"] == torch_interp.run(program, dtype=torch.float64)["observations"][0]["values"]
