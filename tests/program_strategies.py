@@ -15,10 +15,12 @@ def expressions(draw, names, depth=0):
         return leaf
     kind = draw(st.integers(0, 7))
     a = draw(expressions(names, depth + 1))
-    number = draw(st.one_of(
-        st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False),
-        st.integers(-100, 100),
-    ))
+    number = draw(
+        st.one_of(
+            st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False),
+            st.integers(-100, 100),
+        )
+    )
     if kind == 0:
         b = draw(expressions(names, depth + 1))
         return f"({a}) {draw(st.sampled_from(['+', '-', '*', '/', '@']))} ({b})"
@@ -77,7 +79,27 @@ def programs(draw):
 
 
 TOKENS = list("xyw0123456789 .,()[]=+-*/@:_\n\t'\"#") + [
-    "relu", "for ", " in ", "range", "input", "param", "Linear", "with ", "no_grad", "observe", "sum_dim",
-    "backward", "sgd", "lr=", "    ", "**", "e9", "lin", "True", "-", "lambda", "import ",
+    "relu",
+    "for ",
+    " in ",
+    "range",
+    "input",
+    "param",
+    "Linear",
+    "with ",
+    "no_grad",
+    "observe",
+    "sum_dim",
+    "backward",
+    "sgd",
+    "lr=",
+    "    ",
+    "**",
+    "e9",
+    "lin",
+    "True",
+    "-",
+    "lambda",
+    "import ",
 ]
 SYNTAXY = st.lists(st.sampled_from(TOKENS), max_size=40).map("".join)

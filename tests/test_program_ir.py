@@ -60,12 +60,18 @@ def test_json_shape_matches_the_contract(ir):
         ("x", "input", [2, 4], None),
     ]
     assert "module" not in ir["tensors"][0]
-    assert ir["modules"] == [{"name": "lin", "kind": "linear", "d_in": 4, "d_out": 3, "bias": True,
-                              "layout": "transposed"}]
+    assert ir["modules"] == [
+        {"name": "lin", "kind": "linear", "d_in": 4, "d_out": 3, "bias": True, "layout": "transposed"}
+    ]
     first = ir["body"][0]
-    assert first == {"index": 0, "line": 4, "op": "sgd", "args": [], "out": "opt",
-                     "attrs": {"lr": 0.01, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
-                               "nesterov": False}}
+    assert first == {
+        "index": 0,
+        "line": 4,
+        "op": "sgd",
+        "args": [],
+        "out": "opt",
+        "attrs": {"lr": 0.01, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False},
+    }
     loop = ir["body"][2]
     assert loop["op"] == "repeat" and loop["attrs"] == {"count": 3, "var": "i"} and loop["out"] is None
     assert "body" in loop and "body" not in first
@@ -76,8 +82,13 @@ def test_defaults_are_filled_and_ints_become_floats(ir):
     data = copy.deepcopy(ir)
     data["body"][0]["attrs"] = {"lr": 1}
     program = Program.model_validate(data)
-    assert program.body[0].attrs == {"lr": 1.0, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
-                                     "nesterov": False}
+    assert program.body[0].attrs == {
+        "lr": 1.0,
+        "momentum": 0.0,
+        "dampening": 0.0,
+        "weight_decay": 0.0,
+        "nesterov": False,
+    }
     assert isinstance(program.body[0].attrs["lr"], float)
 
 
@@ -141,16 +152,23 @@ def test_stmt_walk_is_pre_order(ir):
 
 RESULT: dict[str, Any] = {
     "outcome": "error",
-    "failure": {"op_index": 7, "op": "backward", "line": 9, "iteration": 3, "message": "boom",
-                "type": "RuntimeError"},
+    "failure": {"op_index": 7, "op": "backward", "line": 9, "iteration": 3, "message": "boom", "type": "RuntimeError"},
     "observations": [
-        {"label": "ema", "tensor": "ema", "op_index": 9, "iteration": 2, "shape": [2],
-         "values": [math.nan, math.inf], "grad": None,
-         "flags": {"tracked": True, "requires_grad": False, "raw": {"is_tracked": True}}},
+        {
+            "label": "ema",
+            "tensor": "ema",
+            "op_index": 9,
+            "iteration": 2,
+            "shape": [2],
+            "values": [math.nan, math.inf],
+            "grad": None,
+            "flags": {"tracked": True, "requires_grad": False, "raw": {"is_tracked": True}},
+        },
     ],
     "step_ms": [1.2, 1.1],
-    "checkpoints": [{"step": 1, "ms_per_step": 1.1, "rss_bytes": 123, "rss_delta_mib": 7.2, "tracked": True,
-                     "flags": {}}],
+    "checkpoints": [
+        {"step": 1, "ms_per_step": 1.1, "rss_bytes": 123, "rss_delta_mib": 7.2, "tracked": True, "flags": {}}
+    ],
     "rss_samples": [[1, 7.1], [2, 7.2]],
     "setup_ms": 3.1,
 }

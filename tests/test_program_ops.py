@@ -94,8 +94,12 @@ def test_attribute_checks_say_what_is_valid():
     lr = OPS["sgd"].attr("lr")
     assert lr is not None
     assert lr.check(1) == 1.0 and isinstance(lr.check(1), float)
-    for bad, message in [(0.0, "must be > 0"), (True, "must be a number"), ("x", "must be a number"),
-                         (float("nan"), "finite")]:
+    for bad, message in [
+        (0.0, "must be > 0"),
+        (True, "must be a number"),
+        ("x", "must be a number"),
+        (float("nan"), "finite"),
+    ]:
         with pytest.raises(ValueError, match=message):
             lr.check(bad)
     shape = OPS["reshape"].attr("shape")

@@ -42,7 +42,7 @@ def test_parser_raises_only_bad_input(text):
 @settings(max_examples=100, deadline=None)
 @given(programs(), st.integers(0, 400), st.text(max_size=3))
 def test_mutated_programs_raise_only_bad_input(source, at, insert):
-    text = source[:at] + insert + source[at + len(insert):]
+    text = source[:at] + insert + source[at + len(insert) :]
     try:
         p = parse(text, where="fuzz")
     except BadInput:

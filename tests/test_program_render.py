@@ -91,8 +91,9 @@ def outputs(tmp_path_factory):
         programs[name] = program
         script = Path(folder) / f"{name}.py"
         script.write_text(render(program, title=f"test program {name}"))
-        procs[name] = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       text=True)
+        procs[name] = subprocess.Popen(
+            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
     results = {}
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=120)

@@ -162,8 +162,7 @@ freeze(w)
 
 def test_linear_declarations():
     p = parse(
-        "a = Linear(3, 2, bias=False, layout='copied')\n"
-        "b = Linear(2, 1, weight_values=[[1, 2]], bias_values=[0.5])\n",
+        "a = Linear(3, 2, bias=False, layout='copied')\nb = Linear(2, 1, weight_values=[[1, 2]], bias_values=[0.5])\n",
         where=WHERE,
     )
     assert [(m.name, m.bias, m.layout) for m in p.modules] == [("a", False, "copied"), ("b", True, "transposed")]
@@ -191,13 +190,20 @@ def test_linear_declarations():
         ("lin = Linear(2, 2)\nlin = relu(lin.weight)\n", 2, "`lin` is a module; it cannot be reassigned"),
         ("lin = Linear(2, 2)\nlin.weight = relu(lin.weight)\n", 2, "cannot assign to `lin.weight`"),
         ("x = input(2)\ny = relu(z)\nz = relu(x)\n", 2, "`z` is used before it is assigned (first assigned on line 3)"),
-        ("x = input(2)\nfor i in range(2):\n    y = relu(z)\n    z = relu(x)\n", 3, "`z` is used before it is assigned"),
+        (
+            "x = input(2)\nfor i in range(2):\n    y = relu(z)\n    z = relu(x)\n",
+            3,
+            "`z` is used before it is assigned",
+        ),
         ("x = input(2)\ny = relu(q)\n", 2, "`q` is not declared or assigned anywhere"),
         ("x = input(2)\ny = relu(x)\nz = input(3)\n", 3, "declarations come before the first operation (line 2)"),
         ("x = param(2)\nopt = sgd(lr=0.1)\nz = input(3)\n", 3, "declarations come before the first operation"),
         ("x = input(2)\nfor i in range(2):\n    z = input(3)\n", 3, "only allowed at the top level"),
-        ("x = input(2)\nfor i in range(3):\n    for j in range(n):\n        y = relu(x)\n", 3,
-         "the loop count must be a positive integer literal"),
+        (
+            "x = input(2)\nfor i in range(3):\n    for j in range(n):\n        y = relu(x)\n",
+            3,
+            "the loop count must be a positive integer literal",
+        ),
         ("x = input(2)\nfor i in range(0):\n    y = relu(x)\n", 2, "not `range(0)`"),
         ("x = input(2)\nfor i in range(2.0):\n    y = relu(x)\n", 2, "positive integer literal"),
         ("x = input(2)\nfor i in range(1, 3):\n    y = relu(x)\n", 2, "positive integer literal"),
@@ -215,8 +221,16 @@ def test_linear_declarations():
         ("x = param(2)\nopt = sgd()\n", 2, "sgd: attribute `lr` is required"),
         ("x = param(2)\nopt = sgd(lr=-1.0)\n", 2, "`lr` must be > 0"),
         ("x = param(2)\nopt = sgd(lr=x)\n", 2, "`lr` must be a number literal"),
-        ("x = param(2)\nopt = sgd(lr=0.1)\ny = relu(opt)\n", 3, "relu: argument 1 must be a tensor; `opt` is an optimizer"),
-        ("x = param(2)\nopt = sgd(lr=0.1)\nopt = relu(x)\n", 3, "`opt` is an optimizer; it cannot be reassigned to a tensor"),
+        (
+            "x = param(2)\nopt = sgd(lr=0.1)\ny = relu(opt)\n",
+            3,
+            "relu: argument 1 must be a tensor; `opt` is an optimizer",
+        ),
+        (
+            "x = param(2)\nopt = sgd(lr=0.1)\nopt = relu(x)\n",
+            3,
+            "`opt` is an optimizer; it cannot be reassigned to a tensor",
+        ),
         ("x = param(2)\nstep(x)\n", 2, "step: argument 1 must be an optimizer; `x` is a tensor"),
         ("x = param(2)\nstep(relu(x))\n", 2, "the argument must be the name of an optimizer"),
         ("x = input(2)\nfreeze(x)\n", 2, "freeze: `x` is not a param"),
@@ -270,8 +284,14 @@ def test_linear_declarations():
         ("x = input(2)\nwith no_grad(): y = relu(x)\n", 2, "one statement per line"),
         ("x = input(2)\n  y = relu(x)\n", 2, "not valid program syntax: unexpected indent"),
         ("x = input(2)\ny = relu(x)\x00\n", 0, "not valid program syntax"),
-        ("x = input(2)\n" + "".join("    " * i + "for i in range(2):\n" for i in range(9)) + "    " * 9 + "y = relu(x)\n",
-         10, "blocks are nested more than 8 deep"),
+        (
+            "x = input(2)\n"
+            + "".join("    " * i + "for i in range(2):\n" for i in range(9))
+            + "    " * 9
+            + "y = relu(x)\n",
+            10,
+            "blocks are nested more than 8 deep",
+        ),
         ("x = input(2)\ny = " + "relu(" * 60 + "x" + ")" * 60 + "\n", 2, "nested more than 40 operations deep"),
     ],
 )
@@ -302,7 +322,9 @@ def test_hostile_input_is_bad_input_quickly(source):
     started = time.perf_counter()
     message = bad(source)
     assert time.perf_counter() - started < 5
-    assert re.search(r"too (deeply|large)|characters; at most|nested more than|more than \d+ operations|syntax", message)
+    assert re.search(
+        r"too (deeply|large)|characters; at most|nested more than|more than \d+ operations|syntax", message
+    )
     assert "Traceback" not in message
 
 
@@ -317,14 +339,20 @@ def test_non_text_is_bad_input():
 
 ROUND_TRIP = [
     P10,
-    ("x = input(2, 3)\nw = param(2, 3, init='positive')\ny = -(x * 2.0) - w / 3.0\nz = (-x) ** 2 - -x ** 3\n"
-    "u = x - (w + 2.0) @ transpose(w * -0.5)\nv = x - 0.0\nq = x + -0.0\n"),
-    ("x = input(2, 2, values=[[1.5, -2.0], [3.0, 1e-07]])\n\n\n# comment\ny = sum_dim(x, 1)\n"
-    "observe(y, 'label with \\'quotes\\'', values=False)\nobserve(y, values=False)\n"),
-    ("w = param(3, init='zeros')\nlin = Linear(3, 2, bias=False, layout='copied', weight_values=[1, 2, 3, 4, 5, 6])\n"
-    "opt = adam(lr=0.1, eps=1e-06)\nopt2 = sgd(lr=0.5, momentum=0.9, nesterov=True)\n"
-    "for i in range(3):\n    with no_grad():\n        h = lin(w)\n    backward(\n        sum(h),\n"
-    "        retain_graph=True)\n    step(opt)\nfreeze(w)\nitem(mean(w))\nadd_scalar_(w, 1.0)\n"),
+    (
+        "x = input(2, 3)\nw = param(2, 3, init='positive')\ny = -(x * 2.0) - w / 3.0\nz = (-x) ** 2 - -x ** 3\n"
+        "u = x - (w + 2.0) @ transpose(w * -0.5)\nv = x - 0.0\nq = x + -0.0\n"
+    ),
+    (
+        "x = input(2, 2, values=[[1.5, -2.0], [3.0, 1e-07]])\n\n\n# comment\ny = sum_dim(x, 1)\n"
+        "observe(y, 'label with \\'quotes\\'', values=False)\nobserve(y, values=False)\n"
+    ),
+    (
+        "w = param(3, init='zeros')\nlin = Linear(3, 2, bias=False, layout='copied', weight_values=[1, 2, 3, 4, 5, 6])\n"
+        "opt = adam(lr=0.1, eps=1e-06)\nopt2 = sgd(lr=0.5, momentum=0.9, nesterov=True)\n"
+        "for i in range(3):\n    with no_grad():\n        h = lin(w)\n    backward(\n        sum(h),\n"
+        "        retain_graph=True)\n    step(opt)\nfreeze(w)\nitem(mean(w))\nadd_scalar_(w, 1.0)\n"
+    ),
 ]
 
 

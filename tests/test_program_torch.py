@@ -154,8 +154,10 @@ def test_sum_dim_out_of_range_is_torchs_error():
 
 
 def test_reshape():
-    r = ok(HEADER + "a = reshape(x, [3, 2])\nb = reshape(x, [-1])\nobserve(a)\nobserve(b)\n"
-           "backward(sum(a * reshape(y, [3, 2])))\nobserve(x)\n")
+    r = ok(
+        HEADER + "a = reshape(x, [3, 2])\nb = reshape(x, [-1])\nobserve(a)\nobserve(b)\n"
+        "backward(sum(a * reshape(y, [3, 2])))\nobserve(x)\n"
+    )
     close(values(r, "a"), X.reshape(3, 2))
     assert obs(r, "b")["shape"] == [6]
     close(grad(r, "x"), Y)
@@ -167,7 +169,8 @@ def test_detach_is_a_constant_in_torch():
     r = ok(HEADER + "d = detach(x)\nobserve(d)\nr = sum(d * y)\nbackward(r)\nobserve(x)\nobserve(y)\n")
     close(values(r, "d"), X)
     assert obs(r, "d")["flags"] == {
-        "tracked": False, "requires_grad": False,
+        "tracked": False,
+        "requires_grad": False,
         "raw": {"requires_grad": False, "grad_fn": None, "is_leaf": True, "retains_grad": False},
     }
     assert grad(r, "x") is None
@@ -184,8 +187,10 @@ def test_without_autodiff_is_unsupported_before_running():
 
 
 def test_require_grad_makes_an_input_a_leaf_with_a_gradient():
-    r = ok("a = input(2, values=[3, -1])\nobserve(a, 'before')\nrequire_grad(a)\nl = sum(a * a)\nbackward(l)\n"
-           "g = grad(a)\nobserve(a, 'after')\nobserve(g)\n")
+    r = ok(
+        "a = input(2, values=[3, -1])\nobserve(a, 'before')\nrequire_grad(a)\nl = sum(a * a)\nbackward(l)\n"
+        "g = grad(a)\nobserve(a, 'after')\nobserve(g)\n"
+    )
     assert obs(r, "before")["flags"]["requires_grad"] is False
     assert obs(r, "after")["flags"]["requires_grad"] is True
     close(obs(r, "after")["grad"], [6, -2])
@@ -200,8 +205,10 @@ def test_require_grad_of_a_computed_value_is_torchs_error():
 
 
 def test_retain_grad_keeps_a_non_leaf_gradient():
-    r = ok(HEADER + "h = x * y\nk = x * p\nretain_grad(h)\nbackward(sum(h * p + k))\nobserve(h)\nobserve(k)\n"
-           "g = grad(h)\nobserve(g)\n")
+    r = ok(
+        HEADER + "h = x * y\nk = x * p\nretain_grad(h)\nbackward(sum(h * p + k))\nobserve(h)\nobserve(k)\n"
+        "g = grad(h)\nobserve(g)\n"
+    )
     close(grad(r, "h"), P)
     assert grad(r, "k") is None  # a non-leaf without retain_grad: no gradient (and no warning)
     close(values(r, "g"), P)
@@ -236,8 +243,10 @@ def test_add_scalar_in_place_on_a_param_is_torchs_error():
 def test_linear_uses_torch_layout():
     w = [[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0]]
     b = [0.25, -0.5]
-    src = f"lin = Linear(3, 2, weight_values={w}, bias_values={b})\n" + HEADER + (
-        "r = lin(x)\nobserve(r)\nbackward(sum(r))\nobserve(lin.weight)\nobserve(lin.bias)\nobserve(x)\n"
+    src = (
+        f"lin = Linear(3, 2, weight_values={w}, bias_values={b})\n"
+        + HEADER
+        + ("r = lin(x)\nobserve(r)\nbackward(sum(r))\nobserve(lin.weight)\nobserve(lin.bias)\nobserve(x)\n")
     )
     r = ok(src)
     close(values(r, "r"), X @ np.array(w).T + b)
@@ -248,8 +257,10 @@ def test_linear_uses_torch_layout():
 
 
 def test_linear_without_bias_and_copied_layout_is_the_same_in_torch():
-    r = ok("lin = Linear(3, 2, bias=False, layout='copied', weight_values=[1, 2, 3, 4, 5, 6])\n"
-           "x = input(1, 3, values=[1, 1, 1])\nr = lin(x)\nobserve(r)\n")
+    r = ok(
+        "lin = Linear(3, 2, bias=False, layout='copied', weight_values=[1, 2, 3, 4, 5, 6])\n"
+        "x = input(1, 3, values=[1, 1, 1])\nr = lin(x)\nobserve(r)\n"
+    )
     close(values(r, "r"), [[6, 15]])
 
 
@@ -344,9 +355,11 @@ def test_adam_steps():
 
 
 def test_optimizers_cover_free_and_module_params_in_declaration_order():
-    src = ("w = param(2, values=[1, 2])\nlin = Linear(2, 1, weight_values=[[1, 1]], bias_values=[0])\n"
-           "x = input(1, 2, values=[[1, 1]])\nopt = sgd(lr=0.5)\nbackward(sum(lin(x * w)))\nstep(opt)\n"
-           "observe(w)\nobserve(lin.weight)\nobserve(lin.bias)\n")
+    src = (
+        "w = param(2, values=[1, 2])\nlin = Linear(2, 1, weight_values=[[1, 1]], bias_values=[0])\n"
+        "x = input(1, 2, values=[[1, 1]])\nopt = sgd(lr=0.5)\nbackward(sum(lin(x * w)))\nstep(opt)\n"
+        "observe(w)\nobserve(lin.weight)\nobserve(lin.bias)\n"
+    )
     r = ok(src)
     close(values(r, "w"), [0.5, 1.5])
     close(values(r, "lin.weight"), [[0.5, 0.0]])
@@ -368,7 +381,8 @@ def test_observe_label_values_and_flags():
     assert (a["label"], a["tensor"], a["op_index"], a["iteration"], a["shape"]) == ("doubled", "h", 1, None, [2, 3])
     assert a["values"] is None and a["grad"] is None
     assert a["flags"] == {
-        "tracked": True, "requires_grad": True,
+        "tracked": True,
+        "requires_grad": True,
         "raw": {"requires_grad": True, "grad_fn": "MulBackward0", "is_leaf": False, "retains_grad": False},
     }
     close(b["values"], (2 * X).reshape(-1))
@@ -388,8 +402,11 @@ def test_no_grad_block():
 
 
 def test_repeat_runs_its_body_count_times():
-    r = ok("a = input(1, values=[0])\nfor i in range(3):\n    for j in range(4):\n        a = a + 1.0\n"
-           "    observe(a, 'in loop')\nobserve(a)\n", settings=Settings(checkpoints=[1, 3]))
+    r = ok(
+        "a = input(1, values=[0])\nfor i in range(3):\n    for j in range(4):\n        a = a + 1.0\n"
+        "    observe(a, 'in loop')\nobserve(a)\n",
+        settings=Settings(checkpoints=[1, 3]),
+    )
     close(values(r, "a"), [12])
     inside = [o for o in r["observations"] if o["label"] == "in loop"]
     # in the timed loop: at the checkpoints only (every time it runs there), values at the last iteration
@@ -399,8 +416,11 @@ def test_repeat_runs_its_body_count_times():
 
 
 def test_nested_loop_observe_inside_the_timed_loop_records_each_time_at_a_checkpoint():
-    r = ok("a = input(1, values=[0])\nfor i in range(2):\n    for j in range(2):\n        a = a + 1.0\n"
-           "        observe(a)\n", settings=Settings(checkpoints=[2]))
+    r = ok(
+        "a = input(1, values=[0])\nfor i in range(2):\n    for j in range(2):\n        a = a + 1.0\n"
+        "        observe(a)\n",
+        settings=Settings(checkpoints=[2]),
+    )
     assert [(o["iteration"], o["values"]) for o in r["observations"]] == [(2, [3.0]), (2, [4.0])]
 
 
@@ -459,7 +479,9 @@ def test_p10_runs_with_an_untracked_ema(target):
     assert r["setup_ms"] > 0
     ema_obs = [o for o in r["observations"] if o["label"] == "ema"]
     assert [(o["iteration"], o["values"], o["flags"]["tracked"]) for o in ema_obs] == [
-        (1, None, False), (30, None, False), (60, None, False)
+        (1, None, False),
+        (30, None, False),
+        (60, None, False),
     ]
     weight, ema = p10_by_hand(prog, target)
     assert obs(r, "lin.weight")["values"] == weight.reshape(-1).tolist()  # bit for bit
@@ -469,14 +491,11 @@ def test_p10_runs_with_an_untracked_ema(target):
 
 def test_error_inside_the_timed_loop_names_the_iteration_and_keeps_what_was_recorded():
     src = HEADER + (
-        "for i in range(5):\n    l = sum(x * y)\n    observe(l, values=False)\n    backward(l)\n"
-        "    s = item(sum(x))\n"
+        "for i in range(5):\n    l = sum(x * y)\n    observe(l, values=False)\n    backward(l)\n    s = item(sum(x))\n"
     )
     with pytest.raises(BadInput, match="item gives no value"):
         parse(src, where="test")
-    src = HEADER + (
-        "l = sum(x * y)\nfor i in range(5):\n    observe(l, values=False)\n    backward(l)\n"
-    )
+    src = HEADER + ("l = sum(x * y)\nfor i in range(5):\n    observe(l, values=False)\n    backward(l)\n")
     r = run(src, settings=Settings(checkpoints=[1, 2, 5]))
     assert r["outcome"] == "error"
     f = r["failure"]
@@ -500,7 +519,7 @@ def test_run_accepts_the_ir_as_a_dict_and_rejects_a_bad_one():
     assert r["outcome"] == "ok"
     broken = prog.model_dump()
     broken["tensors"][0]["data"] = [1.0]
-    with pytest.raises(BadInput, match="program IR at tensors.0: .*data has 1 values"):
+    with pytest.raises(BadInput, match=r"program IR at tensors.0: .*data has 1 values"):
         torch_interp.run(broken)
 
 
@@ -516,9 +535,29 @@ def test_every_op_has_an_implementation_and_a_test_here():
     torch_ops = {name for name, spec in OPS.items() if spec.supports("torch")}
     assert torch_ops == set(torch_interp.IMPLEMENTED)
     covered = set(ELEMENTWISE) | {
-        "matmul", "transpose", "sum", "mean", "sum_dim", "reshape", "detach", "without_autodiff", "require_grad",
-        "retain_grad", "item", "add_scalar_", "linear", "backward", "grad", "sgd", "adam", "step", "zero_grad",
-        "freeze", "observe", "repeat", "no_grad",
+        "matmul",
+        "transpose",
+        "sum",
+        "mean",
+        "sum_dim",
+        "reshape",
+        "detach",
+        "without_autodiff",
+        "require_grad",
+        "retain_grad",
+        "item",
+        "add_scalar_",
+        "linear",
+        "backward",
+        "grad",
+        "sgd",
+        "adam",
+        "step",
+        "zero_grad",
+        "freeze",
+        "observe",
+        "repeat",
+        "no_grad",
     }
     assert set(OPS) <= covered
 

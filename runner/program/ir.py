@@ -347,8 +347,7 @@ def check_body(
                 n = len(spec.args)
                 raise ProgramIssue(
                     line,
-                    f"{stmt.op} takes {n} argument{'s' if n != 1 else ''} ({spec.signature()}), "
-                    f"got {len(stmt.args)}",
+                    f"{stmt.op} takes {n} argument{'s' if n != 1 else ''} ({spec.signature()}), got {len(stmt.args)}",
                 )
             for i, (arg, kind) in enumerate(zip(stmt.args, spec.args)):
                 if arg not in bound:
@@ -443,7 +442,10 @@ class Program(_Strict):
     @model_validator(mode="after")
     def _semantics(self) -> Program:
         _check_declarations(
-            [t.name for t in self.tensors], self.modules, [t.module for t in self.tensors], [t.shape for t in self.tensors]
+            [t.name for t in self.tensors],
+            self.modules,
+            [t.module for t in self.tensors],
+            [t.shape for t in self.tensors],
         )
         by_name = {t.name: t for t in self.tensors}
         for m in self.modules:
@@ -519,7 +521,10 @@ class ParsedProgram(_Strict):
     @model_validator(mode="after")
     def _semantics(self) -> ParsedProgram:
         _check_declarations(
-            [t.name for t in self.tensors], self.modules, [t.module for t in self.tensors], [t.shape for t in self.tensors]
+            [t.name for t in self.tensors],
+            self.modules,
+            [t.module for t in self.tensors],
+            [t.shape for t in self.tensors],
         )
         by_name = {t.name: t for t in self.tensors}
         for m in self.modules:

@@ -174,8 +174,9 @@ class _Renderer:
         return spec.torch_code.format(**fields)
 
 
-def render(program: Program | dict[str, Any], *, title: str = "A program case, in PyTorch",
-           dtype: str = "float32") -> str:
+def render(
+    program: Program | dict[str, Any], *, title: str = "A program case, in PyTorch", dtype: str = "float32"
+) -> str:
     """The program as a standalone PyTorch script (`dtype`: "float32" or "float64")."""
     p = program if isinstance(program, Program) else Program.model_validate(program)
     if dtype not in ("float32", "float64"):

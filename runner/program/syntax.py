@@ -55,9 +55,19 @@ Context = Literal["operand", "assign", "statement"]
 _CALLABLE_OPS = tuple(name for name, spec in OPS.items() if spec.result != "block")
 _BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
 _SYMBOLS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@", ast.Pow: "**",
-    ast.Mod: "%", ast.FloorDiv: "//", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|",
-    ast.BitXor: "^", ast.BitAnd: "&",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.MatMult: "@",
+    ast.Pow: "**",
+    ast.Mod: "%",
+    ast.FloorDiv: "//",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
 }
 _VALID_STATEMENTS = (
     "valid statements: `NAME = operation`, an operation call such as `backward(loss)`, "
@@ -242,7 +252,9 @@ class _Parser:
         if depth + 1 > MAX_DEPTH:
             self.fail(line, f"blocks are nested more than {MAX_DEPTH} deep")
         if not isinstance(node.target, ast.Name):
-            self.fail(line, f"the loop variable must be one name, as in `for i in range(10):`; not `{_show(node.target)}`")
+            self.fail(
+                line, f"the loop variable must be one name, as in `for i in range(10):`; not `{_show(node.target)}`"
+            )
         var = node.target.id
         if var != "_" and not USER_NAME.fullmatch(var):
             self.fail(line, f"loop variable `{var}`: `_` or a letter then letters, digits or _")
@@ -329,7 +341,10 @@ class _Parser:
         for kw in call.keywords:
             if kw.arg == "init":
                 if not (isinstance(kw.value, ast.Constant) and kw.value.value in INITS):
-                    self.fail(line, f"{what}: init must be one of {', '.join(repr(i) for i in INITS)}; not `{_show(kw.value)}`")
+                    self.fail(
+                        line,
+                        f"{what}: init must be one of {', '.join(repr(i) for i in INITS)}; not `{_show(kw.value)}`",
+                    )
                 init = str(kw.value.value)
             elif kw.arg == "values":
                 values = self.values(kw.value, shape, line, f"{what}: values")
@@ -515,7 +530,9 @@ class _Parser:
             if exponent is None:
                 self.fail(line, f"`{_show(node)}`: the exponent of ** must be an integer literal, as in `x ** 2`")
             base = self.operand(node.left, line, stmts, depth)
-            return self.emit(stmts, line, "powi", [base], self.attrs("powi", {"exponent": exponent}, line), out, context)
+            return self.emit(
+                stmts, line, "powi", [base], self.attrs("powi", {"exponent": exponent}, line), out, context
+            )
         if op_type is ast.MatMult:
             a = self.operand(node.left, line, stmts, depth)
             b = self.operand(node.right, line, stmts, depth)
@@ -574,7 +591,9 @@ class _Parser:
             self.fail(line, f"{fname}(...): `*` and `**` arguments are not part of the syntax")
         if fname in self.module_names:
             if len(node.args) != 1 or node.keywords:
-                self.fail(line, f"{fname}(x): a Linear takes one tensor; got {len(node.args) + len(node.keywords)} arguments")
+                self.fail(
+                    line, f"{fname}(x): a Linear takes one tensor; got {len(node.args) + len(node.keywords)} arguments"
+                )
             x = self.operand(node.args[0], line, stmts, depth)
             return self.emit(stmts, line, "linear", [fname, x], {}, out, context)
         if fname in DECLARATIONS:
@@ -760,19 +779,19 @@ class _Unparser:
             (a, pa), (b, pb) = args
             return f"{_wrap(a, pa, p)} {spec.infix} {_wrap(b, pb, p, strict=True)}", p
         if st.op == "neg":
-            (a, pa), = args
+            ((a, pa),) = args
             return f"-{_wrap(a, pa, _UNARY)}", _UNARY
         if st.op == "powi":
-            (a, pa), = args
+            ((a, pa),) = args
             return f"{_wrap(a, pa, _POW, strict=True)} ** {attrs['exponent']}", _POW
         if st.op == "add_scalar":
-            (a, pa), = args
+            ((a, pa),) = args
             s = attrs["scalar"]
             assert isinstance(s, float)
             sign = "-" if math.copysign(1.0, s) < 0 else "+"
             return f"{_wrap(a, pa, _ADD)} {sign} {_num(abs(s))}", _ADD
         if st.op == "mul_scalar":
-            (a, pa), = args
+            ((a, pa),) = args
             s = attrs["scalar"]
             assert isinstance(s, float)
             return f"{_wrap(a, pa, _MUL)} * {_num(s)}", _MUL
@@ -788,8 +807,11 @@ class _Unparser:
             value = attrs[aspec.name]
             default = aspec.default
             is_default = (default is ARG_NAME and bool(st.args) and value == st.args[0]) or (
-                default is not REQUIRED and default is not OMITTED and default is not ARG_NAME
-                and type(value) is type(default) and value == default
+                default is not REQUIRED
+                and default is not OMITTED
+                and default is not ARG_NAME
+                and type(value) is type(default)
+                and value == default
             )
             if is_default:
                 skipping = True

@@ -248,7 +248,10 @@ class _Run:
             spec = OPS[st.op]
             if not spec.supports("torch"):
                 failure = {
-                    "op_index": st.index, "op": st.op, "line": st.line, "iteration": None,
+                    "op_index": st.index,
+                    "op": st.op,
+                    "line": st.line,
+                    "iteration": None,
                     "message": f"torch does not support `{st.op}` {spec.torch.removeprefix('unsupported').strip()}",
                 }
                 return self.result("unsupported", failure, 0.0)
@@ -262,8 +265,12 @@ class _Run:
         except _Failed as f:
             st, e = f.stmt, f.error
             failure = {
-                "op_index": st.index, "op": st.op, "line": st.line, "iteration": self.iteration,
-                "message": str(e), "type": type(e).__name__,
+                "op_index": st.index,
+                "op": st.op,
+                "line": st.line,
+                "iteration": self.iteration,
+                "message": str(e),
+                "type": type(e).__name__,
             }
             return self.result("error", failure, setup_ms)
         return self.result("ok", None, setup_ms)
@@ -287,8 +294,12 @@ def _backward(run: _Run, st: Stmt, a: list[Any]) -> None:
 
 def _sgd(run: _Run, st: Stmt, a: list[Any]) -> torch.optim.Optimizer:
     return torch.optim.SGD(
-        run.params, lr=st.number("lr"), momentum=st.number("momentum"), dampening=st.number("dampening"),
-        weight_decay=st.number("weight_decay"), nesterov=st.flag("nesterov"),
+        run.params,
+        lr=st.number("lr"),
+        momentum=st.number("momentum"),
+        dampening=st.number("dampening"),
+        weight_decay=st.number("weight_decay"),
+        nesterov=st.flag("nesterov"),
     )
 
 
@@ -410,8 +421,6 @@ def run(
     return _Run(p, progress, dtype).run()
 
 
-def run_batch(
-    programs: Iterable[Program | dict[str, Any]], dtype: torch.dtype = torch.float32
-) -> list[Result]:
+def run_batch(programs: Iterable[Program | dict[str, Any]], dtype: torch.dtype = torch.float32) -> list[Result]:
     """Runs many programs one after the other in this process."""
     return [run(p, None, dtype) for p in programs]
