@@ -19,7 +19,8 @@ from ..frameworks import FRAMEWORKS, modes_of
 from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt
 
 Framework = Literal["torch", "burn"]
-Outcome = Literal["ok", "panic", "error", "crash", "timeout"]
+# `unsupported`: a program used an operation the framework does not have (not an error of the runner).
+Outcome = Literal["ok", "panic", "error", "unsupported", "crash", "timeout"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 # Categorical properties a pair compares (see `runner.metrics.properties`).
 Property = Literal["outcome", "tracked", "grows", "rss_grows"]

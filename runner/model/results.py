@@ -10,9 +10,10 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import json
+import math
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, Field, JsonValue, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, JsonValue, PlainSerializer, model_validator
 
 from .base import FiniteFloat, Model, NonNegativeFloat, NonNegativeInt, PositiveInt
 from .case import Outcome, RunRef
@@ -71,6 +72,65 @@ class Crash(Model):
     stderr_tail: ShortText = ""
 
 
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _nonfinite_in(value: Any) -> Any:
+    return _NONFINITE.get(value, value) if isinstance(value, str) else value
+
+
+def _nonfinite_out(value: float) -> float | str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+# A tensor's value as observed: NaN and infinities are observations too. JSON has
+# no words for them, so the results file spells them "NaN", "Infinity", "-Infinity".
+ValueFloat = Annotated[
+    float,
+    Field(allow_inf_nan=True),
+    BeforeValidator(_nonfinite_in),
+    PlainSerializer(_nonfinite_out, return_type=float | str, when_used="json"),
+]
+
+
+class Failure(Model):
+    """Where a program run stopped: the operation (index in pre-order, name,
+    source line), the loop iteration, and what the framework said."""
+
+    op_index: NonNegativeInt | None = None
+    op: str | None = None
+    line: NonNegativeInt | None = None
+    iteration: PositiveInt | None = None
+    message: ShortText
+    type: str | None = None  # the exception type (torch), or the kind of failure
+    location: str | None = None  # a panic's file:line:column (burn)
+
+
+class Flags(Model):
+    """A tensor's autodiff flags, normalised (`tracked`, `requires_grad`) and as the framework names them."""
+
+    tracked: bool
+    requires_grad: bool
+    raw: dict[str, FlagValue] = {}
+
+
+class Observation(Model):
+    """One `observe` of a program: the tensor's shape, values, gradient and flags."""
+
+    label: str
+    tensor: str
+    op_index: NonNegativeInt
+    iteration: PositiveInt | None = None
+    shape: list[NonNegativeInt]
+    values: list[ValueFloat] | None = None
+    grad: list[ValueFloat] | None = None
+    flags: Flags
+
+
 class Checkpoint(Model):
     step: PositiveInt
     ms_per_step: NonNegativeFloat
@@ -121,10 +181,13 @@ class RawRun(Model):
     checkpoints: list[Checkpoint] = []
     rss_samples: list[tuple[NonNegativeInt, FiniteFloat]] = []
     wall_s: NonNegativeFloat = 0.0
+    # Program runs: where the program stopped, and what each `observe` saw.
+    failure: Failure | None = None
+    observations: list[Observation] = []
 
     @model_validator(mode="after")
     def _details_match_outcome(self) -> RawRun:
-        needs = {"panic": self.panic, "error": self.error, "crash": self.crash}
+        needs = {"panic": self.panic, "error": self.error, "crash": self.crash, "unsupported": self.failure}
         if self.outcome in needs and needs[self.outcome] is None:
             raise ValueError(f"outcome {self.outcome!r} needs its {self.outcome!r} details")
         return self

@@ -539,35 +539,12 @@ class ParsedProgram(_Strict):
 # ---- the result of one run ----------------------------------------------------------------------
 
 
+# Failure, Flags and Observation are part of the results document: defined there, once.
+from ..model.results import Failure, Observation  # noqa: E402
+
+
 class _Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Failure(_Result):
-    op_index: int | None = None
-    op: str | None = None
-    line: int | None = None
-    iteration: int | None = None
-    message: str
-    type: str | None = None
-    location: str | None = None
-
-
-class Flags(_Result):
-    tracked: bool
-    requires_grad: bool
-    raw: dict[str, Any] = Field(default_factory=dict)
-
-
-class Observation(_Result):
-    label: str
-    tensor: str
-    op_index: int
-    iteration: int | None = None
-    shape: list[int]
-    values: list[float] | None = None
-    grad: list[float] | None = None
-    flags: Flags
 
 
 class Checkpoint(_Result):
