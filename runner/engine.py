@@ -121,4 +121,4 @@ def check(
     started = results.now()
     records = run_all(cases, reporter, execute_run, env)
     runs, expectations, not_applicable = judge(cases, records)
-    return results.document(runs, expectations, started, results.now(), not_applicable)
+    return results.document(runs, expectations, started, results.now(), not_applicable, cases)

@@ -22,11 +22,14 @@ from .errors import BadInput
 from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
 from .model import migrate
 from .model.base import describe_errors, quote
+from .model.case import Case
 from .model.results import (
     BUNDLE_KEY,
     BUNDLE_VERSION,
     SCHEMA_VERSION,
     Bundle,
+    CaseInfo,
+    PairInfo,
     Provenance,
     ResultsDocument,
     RunRecord,
@@ -85,17 +88,24 @@ def provenance(started: dt.datetime, finished: dt.datetime, runs: list[RunRecord
     )
 
 
+def case_info(case: Case) -> CaseInfo:
+    pairs = [PairInfo(a=p.a, b=p.b, same=list(p.same), differ=list(p.differ), reason=p.reason) for p in case.pairs]
+    return CaseInfo(name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs)
+
+
 def document(
     runs: list[RunRecord],
     expectations: list[Verdict],
     started: dt.datetime,
     finished: dt.datetime,
     not_applicable: list[Skipped] | None = None,
+    cases: list[Case] | None = None,
 ) -> ResultsDocument:
     return ResultsDocument(
         schema_version=SCHEMA_VERSION,
         provenance=provenance(started, finished, runs),
         summary=Summary.of(runs, expectations),
+        cases=[case_info(c) for c in cases or []],
         runs=runs,
         expectations=expectations,
         not_applicable=not_applicable or [],

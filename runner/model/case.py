@@ -217,10 +217,29 @@ class Execution(Model):
     timeout_s: Annotated[float, Field(gt=0, le=86_400, allow_inf_nan=False)] = 600.0
 
 
+class About(Model):
+    """The difference a case documents, for a person porting code: what each
+    framework does and the burn idiom that matches PyTorch. The report's
+    difference cards are made of this."""
+
+    title: Annotated[str, Field(min_length=1, max_length=200)]
+    torch: Annotated[str, Field(min_length=1)]
+    burn: Annotated[str, Field(min_length=1)]
+    fix: Annotated[str, Field(min_length=1)]
+    # Issues, docs or PRs that say the same (burn's tracker, the seed notes).
+    sources: list[str] = []
+
+    @field_validator("title", "torch", "burn", "fix")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return " ".join(value.split())
+
+
 class P10Case(Model):
     name: Annotated[str, Field(min_length=1, max_length=200)]
     kind: Literal["p10"]
     description: str = ""
+    about: About | None = None
     params: P10Params = P10Params()
     windows: Windows = Windows()
     thresholds: Thresholds = Thresholds()

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BeforeValidator, Field, JsonValue, PlainSerializer, model_validator
 
 from .base import FiniteFloat, Model, NonNegativeFloat, NonNegativeInt, PositiveInt
-from .case import Outcome, RunRef
+from .case import About, Outcome, RunRef
 
 M = TypeVar("M", bound=Model)
 
@@ -292,10 +292,39 @@ class Summary(Model):
         return cls(runs=len(runs), expectations=len(expectations), passed=len(expectations) - failed, failed=failed)
 
 
+class PairInfo(Model):
+    a: RunRef
+    b: RunRef
+    same: list[str] = []
+    differ: list[str] = []
+    reason: str = ""
+
+
+class ProgramInfo(Model):
+    """One variant of a program case, as source and as the code it stands for."""
+
+    source: str
+    torch_code: str | None = None
+    burn_code: str | None = None
+
+
+class CaseInfo(Model):
+    """What a case is about, carried in the results so that a report made from
+    results files alone can explain each difference."""
+
+    name: str
+    kind: str
+    description: str = ""
+    about: About | None = None
+    pairs: list[PairInfo] = []
+    programs: dict[str, ProgramInfo] = {}
+
+
 class ResultsDocument(Model):
     schema_version: Literal[2]
     provenance: Provenance
     summary: Summary
+    cases: list[CaseInfo] = []
     runs: list[RunRecord]
     expectations: list[Verdict]
     not_applicable: list[Skipped] = []

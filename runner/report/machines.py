@@ -81,6 +81,7 @@ def _merge(into: Machine, doc: ResultsDocument, source: str) -> None:
             "runs": runs,
             "expectations": expectations,
             "not_applicable": into.doc.not_applicable + doc.not_applicable,
+            "cases": into.doc.cases + [c for c in doc.cases if c.name not in {k.name for k in into.doc.cases}],
             "summary": Summary.of(runs, expectations),
         }
     )

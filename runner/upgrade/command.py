@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             side_docs[side] = None
             continue
         runs, expectations, skipped = judge(cases, {**torch_records, **side_record})
-        side_docs[side] = document(runs, expectations, started, now(), skipped)
+        side_docs[side] = document(runs, expectations, started, now(), skipped, cases)
 
     errors = {b.source: b.errors for b in builds.values() if not b.ok}
     classes = classify(cases, side_records["from"], side_records["to"], torch_records, errors)
