@@ -72,7 +72,8 @@ def parse_json(text: str, source: str, what: str) -> Any:
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
-        hint = " (truncated?)" if err.pos >= len(text.rstrip()) else ""
+        truncated = err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string")
+        hint = " (truncated?)" if truncated else ""
         raise BadInput(f"{source}: not valid JSON{hint}: {err.msg} at line {err.lineno} column {err.colno}") from None
     except RecursionError:
         raise BadInput(f"{source}: nested too deeply to be a {what}") from None
