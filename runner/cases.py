@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -18,11 +19,18 @@ from .errors import BadInput
 from .frameworks import ADAPTERS
 from .inputs import MAX_CASE_BYTES, check_path_argument, read_text
 from .model.base import describe_errors, quote
-from .model.case import Case, P10Case
+from .model.case import Case, P10Case, ProgramCase, default_checkpoints
 from .paths import CASES_DIR
+from .program import data as program_data
+from .program import syntax
+from .program.ir import Program, Settings, timed_loop
+
+MODELS: dict[str, type[P10Case] | type[ProgramCase]] = {"p10": P10Case, "program": ProgramCase}
+# Expectations and claims that need the timed loop's windows.
+_TIMING = ("slowdown_ratio", "grows")
 
 
-def parse_case(text: str, path: Path) -> Case:
+def parse_case(text: str, path: Path, steps: int | None = None) -> Case:
     """Validate one case file's text; `path` names it in messages and gives its expected name."""
     try:
         data = tomllib.loads(text)
@@ -39,19 +47,72 @@ def parse_case(text: str, path: Path) -> Case:
     if kind not in kinds:
         problem = "missing" if kind is None else f"unknown kind {quote(kind)}"
         raise BadInput(f"{path}: kind: {problem}; valid: {', '.join(kinds)}")
+    model = MODELS[kind]
     try:
-        case = P10Case.model_validate(data)
+        case = model.model_validate(data)
     except ValidationError as err:
-        lines = describe_errors(err, P10Case)
+        lines = describe_errors(err, model)
         raise BadInput(f"{path}: " + f"\n{path}: ".join(lines)) from None
     except RecursionError:
         raise BadInput(f"{path}: nested too deeply") from None
-    return case.located(path)
+    case = case.located(path)
+    if isinstance(case, ProgramCase):
+        return _with_programs(case, path, steps)
+    return case
 
 
-def load_case(path: Path) -> Case:
-    """Read and validate one case file."""
-    return parse_case(read_text(path, "case file", MAX_CASE_BYTES), path)
+def _loop_count(parsed_body: list[Any]) -> int:
+    loop = timed_loop(parsed_body)
+    count = loop.attrs.get("count") if loop is not None else None
+    return count if isinstance(count, int) else 0
+
+
+def _with_programs(case: ProgramCase, path: Path, steps: int | None = None) -> ProgramCase:
+    """Parse every variant, make its initial tensors (seeded) and settle the timed loop."""
+    spec = case.program
+    programs: dict[str, Program] = {}
+    counts = {}
+    for variant, source in spec.sources().items():
+        where = f"{path} [program.{'source' if spec.source is not None else 'variants.' + variant}]"
+        parsed = syntax.parse(source, where=where)
+        if steps is not None:
+            loop = timed_loop(parsed.body)
+            if loop is None:
+                raise BadInput(f"--steps {steps}: {where} has no timed loop (`for ... in range(N):`) to shorten")
+            loop.attrs["count"] = steps
+        counts[variant] = _loop_count(parsed.body)
+        count = counts[variant]
+        points = [p for p in spec.checkpoints if p <= count] if spec.checkpoints else default_checkpoints(count)
+        settings = Settings(
+            checkpoints=points if count else [], rss_every=spec.rss_every if count else 0, track=spec.track
+        )
+        try:
+            programs[variant] = program_data.materialize(parsed, spec.seed, settings)
+        except ValidationError as err:
+            raise BadInput(f"{where}: " + "; ".join(describe_errors(err))) from None
+    if len(set(counts.values())) > 1:
+        shown = ", ".join(f"{v}: {n}" for v, n in counts.items())
+        raise BadInput(
+            f"{path}: program: every variant's timed loop must run the same number of "
+            f"iterations (the windows are the case's), got {shown}"
+        )
+    loop_steps = next(iter(counts.values()))
+    windows = case.windows
+    needed = windows.warmup + windows.reference + windows.last
+    timing = [r.key for r in case.runs if r.expect.slowdown_ratio is not None]
+    timing += [f"{p.a} ~ {p.b}" for p in case.pairs if "grows" in [*p.same, *p.differ]]
+    if timing and loop_steps < needed:
+        raise BadInput(
+            f"{path}: [windows]: {', '.join(timing)} need the timed loop's windows, but warmup + "
+            f"reference + last = {needed} iterations is more than the {loop_steps} the loop runs; "
+            "use a longer loop or smaller windows"
+        )
+    return case.with_programs(programs, loop_steps)
+
+
+def load_case(path: Path, steps: int | None = None) -> Case:
+    """Read and validate one case file (a program case's timed loop set to `steps` if given)."""
+    return parse_case(read_text(path, "case file", MAX_CASE_BYTES), path, steps)
 
 
 def resolve(ref: str) -> Path:
@@ -70,22 +131,33 @@ def resolve(ref: str) -> Path:
 
 
 def all_cases() -> list[Path]:
-    return sorted(CASES_DIR.glob("*.toml"))
+    """Every case file: `cases/*.toml` and the ones the fuzzer found (`cases/found/*.toml`)."""
+    return sorted(CASES_DIR.glob("*.toml")) + sorted(CASES_DIR.glob("found/*.toml"))
 
 
 def with_steps(case: Case, steps: int) -> Case:
-    """The case with its step count overridden (checkpoints past it dropped, `steps` added)."""
+    """The case with its step count overridden (checkpoints past it dropped, `steps` added);
+    for a program case, its timed loop's iteration count."""
     if steps < 1:
         raise BadInput(f"--steps: must be a positive integer, got {steps}")
     try:
         case.windows.check_fits(steps)
     except ValueError as err:
         raise BadInput(f"--steps {steps} with {case.path} [windows]: {err}") from None
+    if isinstance(case, ProgramCase):
+        if case.steps == 0:
+            return case  # nothing to shorten: a program without a timed loop
+        reloaded = load_case(case.path, steps)
+        assert isinstance(reloaded, ProgramCase)
+        return reloaded.copy_with(execution=case.execution)
     return case.replace(params=case.params.with_steps(steps))
 
 
 def with_timeout(case: Case, timeout: float) -> Case:
-    return case.replace(execution=case.execution.model_copy(update={"timeout_s": timeout}))
+    execution = case.execution.model_copy(update={"timeout_s": timeout})
+    if isinstance(case, ProgramCase):
+        return case.copy_with(execution=execution)
+    return case.replace(execution=execution)
 
 
 def load_selected(
@@ -124,7 +196,11 @@ def load_selected(
 def select(case: Case, frameworks: list[str] | None, modes: list[str] | None) -> Case:
     """Only the runs of the given frameworks and modes; pairs whose ends both remain."""
     if modes:
-        known = {m for (kind, _fw), a in ADAPTERS.items() if kind == case.kind for m in a.modes}
+        known = (
+            set(case.program.sources())
+            if isinstance(case, ProgramCase)
+            else {m for (kind, _fw), a in ADAPTERS.items() if kind == case.kind for m in a.modes}
+        )
         for mode in modes:
             if mode not in known:
                 raise BadInput(f"--mode: unknown mode {quote(mode)} for {case.name}; valid: {', '.join(sorted(known))}")
@@ -132,5 +208,7 @@ def select(case: Case, frameworks: list[str] | None, modes: list[str] | None) ->
     keys = {r.key for r in runs}
     pairs = [p for p in case.pairs if str(p.a) in keys and str(p.b) in keys]
     # Not validated again: a selection of a valid case is valid, and may have no runs at all.
+    if isinstance(case, ProgramCase):
+        return case.copy_with(runs=runs, pairs=pairs)
     selected = case.model_copy(update={"runs": runs, "pairs": pairs})
     return selected.located(case.path)

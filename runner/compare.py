@@ -66,9 +66,10 @@ def samples_changed(
 
 
 def _window_samples(run: RunRecord, name: str) -> list[float]:
-    first, last = run.metrics.reference_window if name == "reference" else run.metrics.last_window
-    if len(run.step_ms) < last:
+    window = run.metrics.reference_window if name == "reference" else run.metrics.last_window
+    if window is None or len(run.step_ms) < window[1]:
         return []
+    first, last = window
     return run.step_ms[first - 1 : last]
 
 

@@ -77,6 +77,25 @@ ADAPTERS: dict[tuple[str, str], Adapter] = {
     ),
 }
 
+# Program cases: the modes are each case's own variants (see `runner.model.case.ProgramCase`).
+ADAPTERS[("program", "torch")] = Adapter(
+    framework="torch",
+    kind="program",
+    module="runner.adapters.torch_program",
+    modes=(),
+    requirement="torch",
+    install_hint=ADAPTERS[("p10", "torch")].install_hint,
+)
+ADAPTERS[("program", "burn")] = Adapter(
+    framework="burn",
+    kind="program",
+    module="runner.adapters.burn_program",
+    modes=(),
+    requirement="runner._probe",
+    install_hint="build the probe with scripts/bootstrap",
+    override_env="RUNNER_PROBE_PATH",
+)
+
 KINDS: tuple[str, ...] = tuple(sorted({kind for kind, _ in ADAPTERS}))
 
 

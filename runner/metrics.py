@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .model.case import Case
+from .model.case import Case, ProgramCase
 from .model.results import Metrics, RawRun, RunRecord, Slope
 
 # Theil-Sen is quadratic in the points; beyond this many, an even subsample.
@@ -45,8 +45,10 @@ def _theil_sen(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[float,
 def compute(record: RawRun, case: Case) -> Metrics:
     step_ms, checkpoints = record.step_ms, record.checkpoints
     windows, steps = case.windows, case.steps
-    reference = _window(step_ms, *windows.reference_range())
-    last = _window(step_ms, *windows.last_range(steps))
+    # A program without a timed loop (or a short one) has no windows: no ratio, no slope.
+    fits = steps >= windows.warmup + windows.reference + windows.last
+    reference = _window(step_ms, *windows.reference_range()) if fits else None
+    last = _window(step_ms, *windows.last_range(steps)) if fits else None
     reference_median = statistics.median(reference) if reference else None
     last_median = statistics.median(last) if last else None
     ratio = (
@@ -80,10 +82,14 @@ def compute(record: RawRun, case: Case) -> Metrics:
             rss_growth = fit[0] * 1000 if fit else None
 
     tracked_values = [c.tracked for c in checkpoints]
+    track = case.program.track if isinstance(case, ProgramCase) else None
+    if track is not None and not any(v is not None for v in tracked_values):
+        # No timed loop recorded the tracked tensor: its observations say.
+        tracked_values = [o.flags.tracked for o in record.observations if track in (o.tensor, o.label)]
     return Metrics(
         steps_completed=len(step_ms),
-        reference_window=windows.reference_range(),
-        last_window=windows.last_range(steps),
+        reference_window=windows.reference_range() if fits else None,
+        last_window=windows.last_range(steps) if fits else None,
         reference_median_ms=reference_median,
         last_median_ms=last_median,
         slowdown_ratio=ratio,

@@ -22,7 +22,7 @@ from .errors import BadInput
 from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
 from .model import migrate
 from .model.base import describe_errors, quote
-from .model.case import Case
+from .model.case import Case, ProgramCase
 from .model.results import (
     BUNDLE_KEY,
     BUNDLE_VERSION,
@@ -30,6 +30,7 @@ from .model.results import (
     Bundle,
     CaseInfo,
     PairInfo,
+    ProgramInfo,
     Provenance,
     ResultsDocument,
     RunRecord,
@@ -39,6 +40,7 @@ from .model.results import (
 )
 from .paths import PROJECT_ROOT
 from .procinfo import cpu_model
+from .program import render_rust, render_torch
 
 SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)
 
@@ -90,7 +92,18 @@ def provenance(started: dt.datetime, finished: dt.datetime, runs: list[RunRecord
 
 def case_info(case: Case) -> CaseInfo:
     pairs = [PairInfo(a=p.a, b=p.b, same=list(p.same), differ=list(p.differ), reason=p.reason) for p in case.pairs]
-    return CaseInfo(name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs)
+    programs: dict[str, ProgramInfo] = {}
+    if isinstance(case, ProgramCase):
+        for variant, source in case.program.sources().items():
+            program = case.programs.get(variant)
+            programs[variant] = ProgramInfo(
+                source=source.strip("\n"),
+                torch_code=render_torch.sketch(program) if program is not None else None,
+                burn_code=render_rust.sketch(program) if program is not None else None,
+            )
+    return CaseInfo(
+        name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs, programs=programs
+    )
 
 
 def document(

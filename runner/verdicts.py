@@ -7,9 +7,9 @@ from __future__ import annotations
 from pydantic import JsonValue
 
 from . import versions
-from .metrics import properties
 from .model.case import Case, PairSpec, RunRef, RunSpec
 from .model.results import RunRecord, Skipped, Verdict
+from .oracles import agreement, observed_flags
 
 
 def burn_version_of(*records: RunRecord) -> str | None:
@@ -66,6 +66,29 @@ def run_verdicts(case: Case, spec: RunSpec, record: RunRecord) -> tuple[list[Ver
             message,
             message is not None and expect.panic_message in message,
         )
+    failure = record.failure
+    if expect.failure_op is not None:
+        op = failure.op if failure else None
+        add("failure_op", expect.failure_op, op, op == expect.failure_op)
+    if expect.message is not None:
+        said = [
+            t
+            for t in (
+                failure.message if failure else None,
+                panic.message if panic else None,
+                record.error.message if record.error else None,
+            )
+            if t
+        ]
+        add(
+            "message", f"contains {expect.message!r}", said[0] if said else None, any(expect.message in t for t in said)
+        )
+    if expect.flags:
+        seen = observed_flags(record)
+        for label, flags in expect.flags.items():
+            for flag, wanted in flags.items():
+                got = seen.get(label, {}).get(flag)
+                add(f"flags:{label}.{flag}", wanted, got, got is wanted)
     for prop, bounds, value in (
         ("slowdown_ratio", expect.slowdown_ratio, metrics.slowdown_ratio),
         ("rss_growth_mib_per_1000", expect.rss_growth_mib_per_1000, metrics.rss_growth_mib_per_1000),
@@ -76,12 +99,10 @@ def run_verdicts(case: Case, spec: RunSpec, record: RunRecord) -> tuple[list[Ver
 
 
 def _pair_verdicts(case: Case, pair: PairSpec, a: RunRecord, b: RunRecord) -> list[Verdict]:
-    pa, pb = properties(a, case), properties(b, case)
     out = []
     for relation, prop in pair.claims:
-        va, vb = pa[prop], pb[prop]
-        known = va is not None and vb is not None
-        passed = known and ((va == vb) if relation == "same" else (va != vb))
+        found = agreement(prop, a, b, case)
+        passed = found.same is not None and (found.same if relation == "same" else not found.same)
         out.append(
             Verdict(
                 case=case.name,
@@ -90,7 +111,7 @@ def _pair_verdicts(case: Case, pair: PairSpec, a: RunRecord, b: RunRecord) -> li
                 relation=relation,
                 property=prop,
                 expected=relation,
-                observed={"a": va, "b": vb},
+                observed=found.observed,
                 passed=passed,
                 reason=pair.reason,
             )

@@ -29,7 +29,7 @@ LAYERS = {
     1: ["cases"],
     2: ["execute", "worker", "adapters"],
     3: ["results"],
-    4: ["metrics", "compare"],
+    4: ["metrics", "compare", "oracles"],
     5: ["verdicts"],
     6: ["engine", "progress"],
     7: ["report", "upgrade", "probe_overhead", "terminal", "pytest_plugin"],

@@ -25,6 +25,22 @@ OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 # Categorical properties a pair compares (see `runner.metrics.properties`).
 Property = Literal["outcome", "tracked", "grows", "rss_grows"]
 PAIR_PROPERTIES: tuple[str, ...] = Property.__args__  # type: ignore[attr-defined]
+# What program pairs compare besides: every observation's values, gradients or
+# flags (`values`), or one label's (`values:ema`); see `runner.oracles`.
+OBSERVATION_PROPERTIES = ("values", "grads", "flags")
+
+
+def _pair_property(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    base, sep, label = value.partition(":")
+    if value in PAIR_PROPERTIES or (base in OBSERVATION_PROPERTIES and (not sep or label)):
+        return value
+    valid = ", ".join([*PAIR_PROPERTIES, *OBSERVATION_PROPERTIES])
+    raise ValueError(f"unknown property {value!r}; valid: {valid} (the last three also as values:LABEL)")
+
+
+PairProperty = Annotated[str, BeforeValidator(_pair_property)]
 
 # The seed's checkpoints; a run of fewer steps keeps those below its last step, plus that step.
 SEED_CHECKPOINTS = (1, 50, 100, 200, 500, 1000, 2000)
@@ -100,6 +116,11 @@ class Expect(Model):
     panic_message: str | None = None
     slowdown_ratio: Bounds | None = None
     rss_growth_mib_per_1000: Bounds | None = None
+    # Programs: the operation a failed run stopped at, text its message contains,
+    # and the flags of observed tensors (label -> flag -> value, at the last observation).
+    failure_op: str | None = None
+    message: str | None = None
+    flags: dict[str, dict[Literal["tracked", "requires_grad"], bool]] = {}
     # The expectations hold for these burn versions only (a fixed difference is
     # recorded by narrowing this, not deleted).
     burn_versions: VersionRequirement | None = None
@@ -128,8 +149,8 @@ class RunSpec(Model):
 class PairSpec(Model):
     a: RunRefText
     b: RunRefText
-    same: list[Property] = []
-    differ: list[Property] = []
+    same: list[PairProperty] = []
+    differ: list[PairProperty] = []
     reason: Annotated[str, Field(min_length=1)]
     burn_versions: VersionRequirement | None = None
 
@@ -301,10 +322,152 @@ class P10Case(Model):
     def run(self, key: str) -> RunSpec | None:
         return next((r for r in self.runs if r.key == key), None)
 
+    def request_params(self, mode: str) -> dict[str, Any]:
+        """What the worker's adapter gets for a run of `mode`."""
+        return self.params.model_dump()
+
     def replace(self, **changes: Any) -> P10Case:
         """A copy with fields changed (validated again), keeping the file path."""
         data = {**self.model_dump(), **{k: v.model_dump() if isinstance(v, Model) else v for k, v in changes.items()}}
         return type(self).model_validate(data).located(self.path)
 
 
-Case = P10Case
+class Tolerance(Model):
+    """When two float32 values count as the same: |a - b| <= abs + rel * max(|a|, |b|)
+    (NaN equals NaN, an infinity equals the same infinity). See `cases/README.md`."""
+
+    abs: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-5
+    rel: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-4
+
+
+class ProgramSpec(Model):
+    """The program(s) of a case, in the source syntax (`docs/program-ir.md`).
+
+    `source` is one program (its variant is named `main`); `variants` names
+    several (e.g. `detach` and `without`), each appended to `prelude`."""
+
+    source: str | None = None
+    prelude: str = ""
+    variants: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")], str] = {}
+    seed: NonNegativeInt = 0
+    tolerance: Tolerance = Tolerance()
+    # The timed loop (the first top-level `for`): checkpoint iterations (default:
+    # the seed's rule for its count), RSS every N iterations, the tensor whose
+    # flags each checkpoint records.
+    checkpoints: list[PositiveInt] = []
+    rss_every: NonNegativeInt = 0
+    track: str | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ProgramSpec:
+        if (self.source is None) == (not self.variants):
+            raise ValueError("program: give `source` (one program) or `variants` (several), not both")
+        if self.source is not None and self.prelude:
+            raise ValueError("program: `prelude` goes with `variants`")
+        return self
+
+    def sources(self) -> dict[str, str]:
+        """Variant name -> full source text."""
+        if self.source is not None:
+            return {"main": self.source}
+        joined = self.prelude.rstrip("\n") + "\n" if self.prelude.strip() else ""
+        return {name: joined + text for name, text in self.variants.items()}
+
+
+class ProgramCase(Model):
+    """A case whose runs execute a program under each framework (`kind = "program"`)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    kind: Literal["program"]
+    description: str = ""
+    about: About | None = None
+    program: ProgramSpec
+    windows: Windows = Windows()
+    thresholds: Thresholds = Thresholds()
+    execution: Execution = Execution()
+    runs: Annotated[list[RunSpec], Field(min_length=1)]
+    pairs: list[PairSpec] = []
+
+    _path: Path = PrivateAttr(default=Path("<memory>"))
+    # Set by the loader: variant -> the program (IR) both interpreters run, and
+    # the timed loop's iteration count (0: no loop).
+    _programs: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _steps: int = PrivateAttr(default=0)
+
+    @field_validator("description")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _check(self) -> ProgramCase:
+        variants = list(self.program.sources())
+        seen: set[str] = set()
+        for index, run in enumerate(self.runs):
+            if run.mode not in variants:
+                raise ValueError(
+                    f"runs[{index}].mode: {run.mode!r} is not a program variant of this case; "
+                    f"variants: {', '.join(variants)}"
+                )
+            if run.expect.burn_versions and run.framework != "burn":
+                raise ValueError(
+                    f"runs[{index}].expect.burn_versions: only burn runs can be limited to "
+                    f"burn versions; this is a {run.framework} run"
+                )
+            if run.key in seen:
+                raise ValueError(f"runs[{index}]: {run.key} is listed twice")
+            seen.add(run.key)
+        for index, pair in enumerate(self.pairs):
+            for end in ("a", "b"):
+                ref = getattr(pair, end)
+                if str(ref) not in seen:
+                    raise ValueError(
+                        f"pairs[{index}].{end}: {str(ref)!r} is not a run of this case; "
+                        f"runs: {', '.join(r.key for r in self.runs)}"
+                    )
+        return self
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def located(self, path: Path) -> ProgramCase:
+        self._path = path
+        return self
+
+    def with_programs(self, programs: dict[str, Any], steps: int) -> ProgramCase:
+        self._programs, self._steps = programs, steps
+        return self
+
+    @property
+    def programs(self) -> dict[str, Any]:
+        return self._programs
+
+    @property
+    def steps(self) -> int:
+        """Iterations of the timed loop (0 if the programs have none)."""
+        return self._steps
+
+    @property
+    def params(self) -> ProgramSpec:
+        return self.program
+
+    def request_params(self, mode: str) -> dict[str, Any]:
+        """What the worker's adapter gets for a run of `mode`: the program (IR) itself."""
+        return {"program": self._programs[mode].model_dump(mode="json")}
+
+    def copy_with(self, **changes: Any) -> ProgramCase:
+        """A copy with fields changed, keeping the path and the programs."""
+        copied = self.model_copy(update=changes)
+        copied._path, copied._programs, copied._steps = self._path, self._programs, self._steps
+        return copied
+
+    @property
+    def timeout_s(self) -> float:
+        return self.execution.timeout_s
+
+    def run(self, key: str) -> RunSpec | None:
+        return next((r for r in self.runs if r.key == key), None)
+
+
+Case = P10Case | ProgramCase

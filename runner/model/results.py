@@ -152,8 +152,9 @@ class Metrics(Model):
     """Computed from a run's per-step times and checkpoints (`runner.metrics`)."""
 
     steps_completed: NonNegativeInt
-    reference_window: Window
-    last_window: Window
+    # None: the run has no timed loop long enough for the case's windows.
+    reference_window: Window | None
+    last_window: Window | None
     reference_median_ms: NonNegativeFloat | None = None
     last_median_ms: NonNegativeFloat | None = None
     slowdown_ratio: NonNegativeFloat | None = None

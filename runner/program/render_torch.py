@@ -191,3 +191,47 @@ def render(
     checkpoints = "{" + ", ".join(str(c) for c in p.settings.checkpoints) + "}" if p.settings.checkpoints else "set()"
     header = _HEADER.format(title=title.replace('"""', "'''"), dtype=dtype, checkpoints=checkpoints)
     return header + "\n" + "\n".join(r.lines) + '\n\n\nif __name__ == "__main__":\n    main()\n'
+
+
+class _Sketch(_Renderer):
+    """The program as the PyTorch code it stands for, without data or bookkeeping: what a card shows."""
+
+    def setup(self) -> None:
+        p = self.program
+        modules = {m.name: m for m in p.modules}
+        for t in p.tensors:
+            if t.module is not None:
+                m = modules[t.module]
+                if t.name == f"{m.name}.weight":
+                    self.put(0, f"{m.name} = torch.nn.Linear({m.d_in}, {m.d_out}, bias={m.bias})")
+                continue
+            shape = ", ".join(str(d) for d in t.shape)
+            suffix = ", requires_grad=True" if t.role == "param" else ""
+            self.put(0, f"{t.name} = torch.randn({shape}{suffix})  # shared initial values")
+
+    def block(self, stmts: Sequence[Stmt], depth: int, in_timed: bool) -> None:
+        for st in stmts:
+            if st.op == "repeat":
+                assert st.body is not None
+                self.put(depth, f"for {st.attrs.get('var') or '_'} in range({st.attrs['count']}):")
+                self.block(st.body, depth + 1, in_timed)
+            elif st.op == "no_grad":
+                assert st.body is not None
+                self.put(depth, "with torch.no_grad():")
+                self.block(st.body, depth + 1, in_timed)
+            elif st.op == "observe":
+                self.put(depth, f"observe({st.args[0]})")
+            else:
+                code = f"{st.args[0]}.grad" if st.op == "grad" else self.code(st).replace("_params", "params")
+                self.put(depth, f"{st.out} = {code}" if st.out is not None else code)
+
+
+def sketch(program: Program | dict[str, Any]) -> str | None:
+    """The program as compact PyTorch code (no data), or None if torch lacks one of its operations."""
+    p = program if isinstance(program, Program) else Program.model_validate(program)
+    if any(not OPS[st.op].supports("torch") for st in p.statements()):
+        return None
+    r = _Sketch(p)
+    r.setup()
+    r.block(p.body, 0, False)
+    return "\n".join(r.lines) + "\n"

@@ -22,9 +22,10 @@ import dataclasses
 
 from ..compare import performance_change
 from ..metrics import properties
-from ..model.case import PAIR_PROPERTIES, Case, Property
+from ..model.case import PAIR_PROPERTIES, Case
 from ..model.results import RunRecord
 from ..model.upgrade import CLASSES, Classified, Side
+from ..oracles import agreement
 
 RunKey = tuple[str, str]
 
@@ -36,10 +37,10 @@ def _comparisons(case: Case, key: str) -> dict[str, tuple[str, ...]]:
     run of the same mode, when no pair names it, is compared on every property
     some torch-vs-burn pair of the case claims: properties no pair claims (RSS
     growth in p10, where torch's slope is noise) would only add noise."""
-    claimed: set[Property] = {
+    claimed: set[str] = {
         prop for p in case.pairs if "torch" in (p.a.framework, p.b.framework) for prop in [*p.same, *p.differ]
     }
-    out: dict[str, set[Property]] = {}
+    out: dict[str, set[str]] = {}
     for pair in case.pairs:
         if key in (str(pair.a), str(pair.b)):
             other = pair.a if str(pair.b) == key else pair.b
@@ -48,7 +49,16 @@ def _comparisons(case: Case, key: str) -> dict[str, tuple[str, ...]]:
     same_mode = "torch/" + key.split("/", 1)[1]
     if case.run(same_mode) is not None and same_mode not in out:
         out[same_mode] = claimed
-    return {other: tuple(p for p in PAIR_PROPERTIES if p in props) for other, props in sorted(out.items())}
+    return {other: _ordered(props) for other, props in sorted(out.items())}
+
+
+def _ordered(props: set[str]) -> tuple[str, ...]:
+    """p10's categorical properties in their order, then observation properties by name."""
+    return tuple(p for p in PAIR_PROPERTIES if p in props) + tuple(sorted(props - set(PAIR_PROPERTIES)))
+
+
+def torch_value(run: RunRecord, prop: str, case: Case) -> object:
+    return properties(run, case).get(prop)
 
 
 def _panic_view(record: RunRecord) -> tuple[str, int | None, str | None]:
@@ -66,12 +76,19 @@ def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torc
     for other, props in _comparisons(case, key).items():
         if other not in torch:
             continue
-        pt = properties(torch[other], case)
         for prop in props:
-            if None in (pt[prop], props_before[prop], props_after[prop]):
+            was_found, now_found = (
+                agreement(prop, torch[other], before, case),
+                agreement(prop, torch[other], after, case),
+            )
+            was, now = was_found.same, now_found.same
+            if was is None or now is None:
                 continue
-            was, now = props_before[prop] == pt[prop], props_after[prop] == pt[prop]
-            change = f"{prop}: {props_before[prop]} -> {props_after[prop]} (torch {other.split('/')[1]}: {pt[prop]})"
+            if prop in props_before:
+                shown = f"{props_before[prop]} -> {props_after[prop]} (torch {other.split('/')[1]}: {torch_value(torch[other], prop, case)})"
+            else:
+                shown = f"{'same' if was else 'differ'} -> {'same' if now else 'differ'} as torch {other.split('/')[1]}"
+            change = f"{prop}: {shown}"
             if not was and now:
                 findings["fixed"].append(f"vs {other}: no longer differs in {change}")
             elif was and not now:

@@ -1,0 +1,21 @@
+"""Program cases in PyTorch: the torch interpreter (`runner.program.torch_interp`) on the CPU, one thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..program import torch_interp
+from .program_record import checkpoint, to_record
+
+
+def versions() -> dict[str, str]:
+    return {"torch": torch.__version__}
+
+
+def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    torch.set_num_threads(1)
+    result = torch_interp.run(params["program"], progress=lambda c: progress(checkpoint(c)))
+    return to_record(result)
