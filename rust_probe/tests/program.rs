@@ -842,3 +842,174 @@ fn the_op_table_marks_what_burn_lacks() {
     assert_eq!(unsupported, vec!["retain_grad", "no_grad"]);
     assert!(table.len() >= 39);
 }
+
+/// `w = [1]`, loss `sum(w * w)` (gradient 2) or `sum(w)` (gradient 1), one
+/// step of `opt`; returns the new `w`.
+fn one_step(opt: Value, square: bool) -> f32 {
+    let mut body = vec![opt];
+    if square {
+        body.push(op("mul", &["w", "w"], "ww"));
+        body.push(op("sum", &["ww"], "loss"));
+    } else {
+        body.push(op("sum", &["w"], "loss"));
+    }
+    body.push(call("backward", &["loss"]));
+    body.push(call("step", &["opt"]));
+    body.push(observe("w"));
+    values(&run_ok(&ir(vec![param("w", &[1], &[1.0])], body)), "w")[0]
+}
+
+#[test]
+fn optimizer_hyperparameters_reach_burn() {
+    let sgd = |attrs: Value| one_step(st("sgd", &[], Some("opt"), attrs), false);
+    // L2 weight decay on the gradient: 1 + 0.5 * w.
+    close(
+        &[sgd(json!({"lr": 0.1, "weight_decay": 0.5}))],
+        &[1.0 - 0.1 * 1.5],
+    );
+    // Nesterov, first step: v = g, update g + momentum * v.
+    close(
+        &[sgd(
+            json!({"lr": 1.0, "momentum": 0.5, "dampening": 0.0, "nesterov": true}),
+        )],
+        &[1.0 - 1.5],
+    );
+    // momentum 0 is plain SGD (no momentum state, no dampening).
+    close(&[sgd(json!({"lr": 0.1, "momentum": 0.0}))], &[0.9]);
+    let adam = |attrs: Value| one_step(st("adam", &[], Some("opt"), attrs), true);
+    // First Adam step: lr * g / (|g| + eps), g = 2.
+    close(
+        &[adam(json!({"lr": 0.1, "eps": 1.0}))],
+        &[1.0 - 0.1 * 2.0 / 3.0],
+    );
+    // weight decay adds wd * w to the gradient: g = 2 + 2 = 4.
+    close(
+        &[adam(json!({"lr": 0.1, "eps": 1.0, "weight_decay": 2.0}))],
+        &[1.0 - 0.1 * 4.0 / 5.0],
+    );
+    close(
+        &[adam(
+            json!({"lr": 0.1, "eps": 1.0, "beta1": 0.5, "beta2": 0.9}),
+        )],
+        &[1.0 - 0.1 * 2.0 / 3.0],
+    );
+}
+
+#[test]
+fn freeze_and_require_grad_of_a_param_switch_the_optimizer_off_and_on() {
+    let r = run_ok(&ir(
+        vec![param("w", &[1], &[1.0])],
+        vec![
+            st("sgd", &[], Some("opt"), json!({"lr": 0.5})),
+            call("freeze", &["w"]),
+            repeat(
+                1,
+                vec![
+                    st("mul_scalar", &["w"], Some("unused"), json!({"value": 2.0})),
+                    op("sum", &["w"], "loss"),
+                    call("step", &["opt"]),
+                ],
+            ),
+            st("observe", &["w"], None, json!({"label": "frozen"})),
+            st("require_grad", &["w"], Some("again"), json!({})),
+            op("sum", &["w"], "loss2"),
+            call("backward", &["loss2"]),
+            call("step", &["opt"]),
+            st("observe", &["w"], None, json!({"label": "trained"})),
+            observe("again"),
+        ],
+    ));
+    let frozen = obs(&r, "frozen");
+    assert_eq!(frozen.values.as_deref(), Some(&[1.0f32][..]));
+    assert!(!frozen.flags.tracked && !frozen.flags.requires_grad);
+    close(&values(&r, "trained"), &[0.5]);
+    let again = obs(&r, "again").flags;
+    assert!(
+        again.tracked && again.requires_grad,
+        "out binds the param's value"
+    );
+}
+
+#[test]
+fn add_scalar_in_place_on_a_param_silently_stops_its_training() {
+    let r = run_ok(&ir(
+        vec![param("w", &[2], &[1.0, 2.0])],
+        vec![
+            st("sgd", &[], Some("opt"), json!({"lr": 0.5})),
+            st("add_scalar_", &["w"], None, json!({"value": 1.0})),
+            op("mul", &["w", "w"], "ww"),
+            op("sum", &["ww"], "loss"),
+            call("backward", &["loss"]),
+            st("observe", &["w"], None, json!({"label": "after_backward"})),
+            call("step", &["opt"]),
+            observe("w"),
+        ],
+    ));
+    // Param::map leaves a tracked non-leaf that does not require grad: no
+    // gradient, and the optimizer skips it.
+    let after = obs(&r, "after_backward");
+    assert!(after.flags.tracked && !after.flags.requires_grad);
+    assert!(after.grad.is_none());
+    close(&values(&r, "w"), &[2.0, 3.0]);
+}
+
+#[test]
+fn a_detached_param_is_a_new_leaf_with_its_own_gradient() {
+    let r = run_ok(&ir(
+        vec![param("w", &[2], &[1.0, 2.0])],
+        vec![
+            op("detach", &["w"], "d"),
+            op("mul", &["d", "w"], "dw"),
+            op("sum", &["dw"], "loss"),
+            call("backward", &["loss"]),
+            observe("d"),
+            observe("w"),
+        ],
+    ));
+    // d * w: each gets the other's values; the param gets nothing through d.
+    close(&grad(&r, "d"), &[1.0, 2.0]);
+    close(&grad(&r, "w"), &[1.0, 2.0]);
+    let d = obs(&r, "d").flags;
+    assert!(d.tracked && d.requires_grad);
+}
+
+#[test]
+fn the_layout_flag_mixes_with_torch_layout_values() {
+    let text = ir_with(
+        vec![
+            json!({"name": "lin.weight", "role": "param", "shape": [2, 3],
+                   "data": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "module": "lin"}),
+            input("m", &[2, 3], &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]),
+        ],
+        vec![
+            json!({"name": "lin", "kind": "linear", "d_in": 3, "d_out": 2,
+                    "bias": false, "layout": "transposed"}),
+        ],
+        vec![
+            op("add", &["lin.weight", "m"], "sum_wm"),
+            op("mul", &["lin.weight", "lin.weight"], "square"),
+            st(
+                "reshape",
+                &["lin.weight"],
+                Some("flat"),
+                json!({"shape": [6]}),
+            ),
+            st("sum_dim", &["lin.weight"], Some("rows"), json!({"dim": 1})),
+            op("sum", &["lin.weight"], "total"),
+            observe("sum_wm"),
+            observe("square"),
+            observe("flat"),
+            observe("rows"),
+            observe("total"),
+        ],
+        json!({"checkpoints": [], "rss_every": 0}),
+    );
+    let r = run_ok(&text);
+    close(&values(&r, "sum_wm"), &[11.0, 22.0, 33.0, 44.0, 55.0, 66.0]);
+    close(&values(&r, "square"), &[1.0, 4.0, 9.0, 16.0, 25.0, 36.0]);
+    assert_eq!(obs(&r, "square").shape, vec![2, 3]);
+    close(&values(&r, "flat"), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    close(&values(&r, "rows"), &[6.0, 15.0]);
+    assert_eq!(obs(&r, "rows").shape, vec![2, 1]);
+    close(&values(&r, "total"), &[21.0]);
+}
