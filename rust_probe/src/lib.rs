@@ -3,10 +3,14 @@
 //! [`p10::run`] runs the p10 EMA loop on burn's Flex CPU backend with autodiff
 //! and returns what it measured as plain data. The `p10` binary and, with the
 //! `python` feature, the `runner._probe` extension module both call it.
+//!
+//! [`program`] is the burn program interpreter: it runs the program IR of
+//! `docs/program-ir.md` (the `program` binary and `run_program` in Python).
 
 pub mod config;
 pub mod p10;
 pub mod panic_capture;
+pub mod program;
 pub mod rss;
 
 #[cfg(feature = "python")]

@@ -1,4 +1,4 @@
-//! `runner._probe`: the p10 loop for Python.
+//! `runner._probe`: the p10 loop and the program interpreter for Python.
 //!
 //! Rust measures and hands back plain dicts and lists; Python owns the API
 //! around it (`runner/_probe.pyi` describes it). Bad arguments raise
@@ -8,11 +8,16 @@ use std::ops::ControlFlow;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList};
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
 use crate::build_info;
-use crate::config::{Mode, P10Params};
+use crate::config::{Mode, P10Params, DEFAULT_CHECKPOINTS};
 use crate::p10::{self, Checkpoint, P10Result};
+use crate::panic_capture::capture;
+use crate::program::value::Flags;
+use crate::program::{
+    self, Failure, Observation, Outcome, Program, ProgramCheckpoint, ProgramResult,
+};
 
 /// An integer argument, with `ValueError` (not `TypeError`/`OverflowError`)
 /// naming the parameter when it is not an integer that fits.
@@ -123,13 +128,15 @@ fn run_p10<'py>(
     rss_every: Option<&Bound<'py, PyAny>>,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut params = P10Params::default();
-    params.mode = mode.extract::<String>().map_err(|_| {
-        PyValueError::new_err(format!(
-            "mode: must be one of {}, got {mode}",
-            Mode::names()
-        ))
-    })?;
+    let mut params = P10Params {
+        mode: mode.extract::<String>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "mode: must be one of {}, got {mode}",
+                Mode::names()
+            ))
+        })?,
+        ..P10Params::default()
+    };
     let ints: [(&str, Option<&Bound<'py, PyAny>>, &mut i64); 6] = [
         ("d_in", d_in, &mut params.d_in),
         ("d_out", d_out, &mut params.d_out),
@@ -191,6 +198,228 @@ fn run_p10<'py>(
     result_dict(py, &result)
 }
 
+fn flags_dict<'py>(py: Python<'py>, f: &Flags) -> PyResult<Bound<'py, PyDict>> {
+    let raw = PyDict::new(py);
+    raw.set_item("is_tracked", f.raw.is_tracked)?;
+    raw.set_item("is_require_grad", f.raw.is_require_grad)?;
+    raw.set_item("is_autodiff", f.raw.is_autodiff)?;
+    let d = PyDict::new(py);
+    d.set_item("tracked", f.tracked)?;
+    d.set_item("requires_grad", f.requires_grad)?;
+    d.set_item("raw", raw)?;
+    Ok(d)
+}
+
+/// Floats as a Python list (NaN and infinities survive, unlike JSON).
+fn float_list<'py>(py: Python<'py>, values: &[f32]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, values.iter().map(|&x| x as f64))
+}
+
+fn program_checkpoint_dict<'py>(
+    py: Python<'py>,
+    c: &ProgramCheckpoint,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("step", c.step)?;
+    d.set_item("ms_per_step", c.ms_per_step)?;
+    d.set_item("rss_bytes", c.rss_bytes)?;
+    d.set_item("rss_delta_mib", c.rss_delta_mib)?;
+    d.set_item("tracked", c.tracked)?;
+    match &c.flags {
+        Some(f) => d.set_item("flags", flags_dict(py, f)?)?,
+        None => d.set_item("flags", py.None())?,
+    }
+    Ok(d)
+}
+
+fn observation_dict<'py>(py: Python<'py>, o: &Observation) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("label", &o.label)?;
+    d.set_item("tensor", &o.tensor)?;
+    d.set_item("op_index", o.op_index)?;
+    d.set_item("iteration", o.iteration)?;
+    d.set_item("shape", PyList::new(py, &o.shape)?)?;
+    match &o.values {
+        Some(v) => d.set_item("values", float_list(py, v)?)?,
+        None => d.set_item("values", py.None())?,
+    }
+    match &o.grad {
+        Some(v) => d.set_item("grad", float_list(py, v)?)?,
+        None => d.set_item("grad", py.None())?,
+    }
+    d.set_item("flags", flags_dict(py, &o.flags)?)?;
+    Ok(d)
+}
+
+fn failure_dict<'py>(py: Python<'py>, f: &Failure) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("op_index", f.op_index)?;
+    d.set_item("op", &f.op)?;
+    d.set_item("line", f.line)?;
+    d.set_item("iteration", f.iteration)?;
+    d.set_item("message", &f.message)?;
+    d.set_item("location", &f.location)?;
+    Ok(d)
+}
+
+fn program_result_dict<'py>(py: Python<'py>, r: &ProgramResult) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("outcome", r.outcome.name())?;
+    match &r.failure {
+        Some(f) => d.set_item("failure", failure_dict(py, f)?)?,
+        None => d.set_item("failure", py.None())?,
+    }
+    let observations = PyList::empty(py);
+    for o in &r.observations {
+        observations.append(observation_dict(py, o)?)?;
+    }
+    d.set_item("observations", observations)?;
+    d.set_item("step_ms", PyList::new(py, &r.step_ms)?)?;
+    let checkpoints = PyList::empty(py);
+    for c in &r.checkpoints {
+        checkpoints.append(program_checkpoint_dict(py, c)?)?;
+    }
+    d.set_item("checkpoints", checkpoints)?;
+    let samples = PyList::empty(py);
+    for &(step, delta) in &r.rss_samples {
+        let sample = PyList::empty(py);
+        sample.append(step)?;
+        sample.append(delta)?;
+        samples.append(sample)?;
+    }
+    d.set_item("rss_samples", samples)?;
+    d.set_item("setup_ms", r.setup_ms)?;
+    Ok(d)
+}
+
+fn program_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Program> {
+    let not_str = || {
+        PyValueError::new_err(format!(
+            "{name}: must be a str holding the program IR as JSON, got {}",
+            value
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    };
+    // Borrowed from the Python str (no copy of a JSON text of megabytes).
+    let text = value.cast::<PyString>().map_err(|_| not_str())?;
+    let text = text.to_str().map_err(|_| not_str())?;
+    Program::from_json(text).map_err(|err| PyValueError::new_err(format!("{name}: {err}")))
+}
+
+/// Runs one program IR (JSON text) on burn and returns the result dict of
+/// `docs/program-ir.md` section 4. Bad IR raises `ValueError` naming the
+/// field; a burn panic comes back as outcome `panic`.
+///
+/// `progress`, if given, is called with each checkpoint's dict of the timed
+/// loop as it is recorded (outside the timed region). An exception it raises
+/// stops the run there and is re-raised.
+#[pyfunction]
+#[pyo3(signature = (ir_json, *, progress=None))]
+fn run_program<'py>(
+    py: Python<'py>,
+    ir_json: &Bound<'py, PyAny>,
+    progress: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let program = program_arg("ir_json", ir_json)?;
+    let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(Bound::unbind);
+    let mut callback_error: Option<PyErr> = None;
+    let result = py.detach(|| {
+        program::run(&program, &mut |checkpoint| {
+            let Some(callback) = progress.as_ref() else {
+                return ControlFlow::Continue(());
+            };
+            Python::attach(|py| {
+                let called = program_checkpoint_dict(py, checkpoint)
+                    .and_then(|d| callback.bind(py).call1((d,)));
+                match called {
+                    Ok(_) => ControlFlow::Continue(()),
+                    Err(err) => {
+                        callback_error = Some(err);
+                        ControlFlow::Break(())
+                    }
+                }
+            })
+        })
+    });
+    if let Some(err) = callback_error {
+        return Err(err);
+    }
+    program_result_dict(py, &result)
+}
+
+/// A result for a panic that escaped the interpreter's own capture.
+fn escaped_panic(message: String, location: String) -> ProgramResult {
+    ProgramResult {
+        outcome: Outcome::Panic,
+        failure: Some(Failure {
+            op_index: None,
+            op: None,
+            line: None,
+            iteration: None,
+            message,
+            location: Some(location),
+        }),
+        observations: Vec::new(),
+        step_ms: Vec::new(),
+        checkpoints: Vec::new(),
+        rss_samples: Vec::new(),
+        setup_ms: 0.0,
+    }
+}
+
+/// Runs a batch of program IRs, one after the other, each isolated: a panic
+/// in one is that program's outcome and the next runs normally. Every IR is
+/// checked before any runs; bad IR raises `ValueError` naming
+/// `ir_jsons[i]` and the field.
+#[pyfunction]
+fn run_programs<'py>(
+    py: Python<'py>,
+    ir_jsons: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items: Vec<Bound<'py, PyAny>> = ir_jsons
+        .try_iter()
+        .map_err(|_| PyValueError::new_err("ir_jsons: must be a list of str"))?
+        .collect::<PyResult<_>>()?;
+    let programs: Vec<Program> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| program_arg(&format!("ir_jsons[{i}]"), item))
+        .collect::<PyResult<_>>()?;
+    let results: Vec<ProgramResult> = py.detach(|| {
+        programs
+            .iter()
+            .map(|p| {
+                capture(|| program::run(p, &mut |_| ControlFlow::Continue(())))
+                    .unwrap_or_else(|info| escaped_panic(info.message.clone(), info.location()))
+            })
+            .collect()
+    });
+    let out = PyList::empty(py);
+    for r in &results {
+        out.append(program_result_dict(py, r)?)?;
+    }
+    Ok(out)
+}
+
+/// p10's defaults from `config.rs`, for the Python side's tables.
+fn p10_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let p = P10Params::default();
+    let d = PyDict::new(py);
+    d.set_item("d_in", p.d_in)?;
+    d.set_item("d_out", p.d_out)?;
+    d.set_item("batch", p.batch)?;
+    d.set_item("lr", p.lr)?;
+    d.set_item("steps", p.steps)?;
+    d.set_item("checkpoints", DEFAULT_CHECKPOINTS.to_vec())?;
+    d.set_item("ema_decay", p.ema_decay)?;
+    d.set_item("seed", p.seed)?;
+    d.set_item("rss_every", p.rss_every)?;
+    Ok(d)
+}
+
 /// What went into this build: burn version, rustc, profile.
 #[pyfunction]
 #[pyo3(name = "build_info")]
@@ -208,6 +437,22 @@ fn py_build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 fn _probe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_p10, m)?)?;
     m.add_function(wrap_pyfunction!(py_build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(run_program, m)?)?;
+    m.add_function(wrap_pyfunction!(run_programs, m)?)?;
+    let ops = PyDict::new(m.py());
+    for (name, supported) in program::op_table() {
+        ops.set_item(
+            name,
+            if supported {
+                "supported"
+            } else {
+                "unsupported"
+            },
+        )?;
+    }
+    m.add("PROGRAM_OPS", ops)?;
+    m.add("PROGRAM_IR_VERSION", program::IR_VERSION)?;
+    m.add("P10_DEFAULTS", p10_defaults(m.py())?)?;
     m.add(
         "MODES",
         Mode::ALL.iter().map(|mode| mode.name()).collect::<Vec<_>>(),

@@ -1,0 +1,969 @@
+//! From the IR to instructions: names resolved to slots once, the op table
+//! checked, unsupported operations found, and a liveness pass that decides
+//! where a value is moved out of its slot instead of cloned (so that, as in
+//! hand-written burn code, a tensor's last use consumes it and its buffer can
+//! be reused in place) and where a result nobody reads is dropped at once.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::config::MAX_STEPS;
+use crate::program::ir::{self, Attrs, IrError, Layout, RawProgram, RawStmt, Role};
+use crate::program::ops::{self, Binary, Op, Unary, RETAIN_GRAPH_UNSUPPORTED};
+use crate::program::value::MAX_RANK;
+
+pub type Slot = u32;
+
+/// A parameter living in the burn module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamRef {
+    /// `param(...)`: `Vec<Param<Tensor<rank>>>[index]`.
+    Free { rank: u8, index: u32 },
+    /// `lin.weight` of Linear number `.0` (burn `[d_in, d_out]`, flagged transposed).
+    Weight(u32),
+    /// `lin.bias`.
+    Bias(u32),
+}
+
+/// Where an operand comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Src {
+    /// `take`: this is the value's last use: move it out of the slot.
+    Slot { slot: Slot, take: bool },
+    /// The module's current parameter (`Param::val()`).
+    Param(ParamRef),
+}
+
+/// Where a result goes; `keep == false`: nobody reads it, drop it now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dst {
+    pub slot: Slot,
+    pub keep: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum OptimizerConfig {
+    Sgd {
+        lr: f64,
+        /// `None`: plain SGD (momentum absent or 0).
+        momentum: Option<(f64, Option<f64>, Option<bool>)>,
+        weight_decay: Option<f64>,
+    },
+    Adam {
+        lr: f64,
+        beta1: Option<f64>,
+        beta2: Option<f64>,
+        eps: Option<f64>,
+        weight_decay: Option<f64>,
+    },
+}
+
+impl OptimizerConfig {
+    pub fn lr(&self) -> f64 {
+        match self {
+            OptimizerConfig::Sgd { lr, .. } | OptimizerConfig::Adam { lr, .. } => *lr,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// `out = op(a)`; `alias`: the in-place ops (`require_grad`, `freeze`,
+    /// `add_scalar_`) also rebind their argument.
+    Unary {
+        op: Unary,
+        a: Src,
+        out: Option<Dst>,
+        alias: Option<Dst>,
+    },
+    Binary {
+        op: Binary,
+        a: Src,
+        b: Src,
+        out: Option<Dst>,
+    },
+    Reshape {
+        a: Src,
+        shape: Vec<i64>,
+        out: Option<Dst>,
+    },
+    Item {
+        a: Src,
+        out: Option<Dst>,
+    },
+    Linear {
+        module: u32,
+        a: Src,
+        out: Option<Dst>,
+    },
+    Backward {
+        a: Src,
+        accumulate: bool,
+    },
+    Grad {
+        a: Src,
+        out: Option<Dst>,
+    },
+    NewOptimizer {
+        opt: u32,
+        config: OptimizerConfig,
+    },
+    Step {
+        opt: u32,
+    },
+    ZeroGrad {
+        opt: u32,
+    },
+    /// `freeze` / `require_grad` of a parameter: `Param::set_require_grad`.
+    ParamRequireGrad {
+        param: ParamRef,
+        require: bool,
+        out: Option<Dst>,
+    },
+    /// `add_scalar_` of a parameter: `Param::map(|t| t.add_scalar(s))`.
+    ParamAddScalar {
+        param: ParamRef,
+        value: f64,
+        out: Option<Dst>,
+    },
+    Observe {
+        a: Src,
+        label: String,
+        tensor: String,
+        values: bool,
+    },
+    Repeat {
+        count: u64,
+        body: Vec<Instr>,
+        timed: bool,
+    },
+    /// An operation burn lacks; the program's outcome is `unsupported` before
+    /// anything runs, so this is never executed.
+    Unsupported,
+}
+
+#[derive(Clone, Debug)]
+pub struct Instr {
+    /// Position in [`Program::stmts`].
+    pub stmt: u32,
+    pub kind: Kind,
+}
+
+/// What a failure reports about the statement it happened at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StmtInfo {
+    pub index: u64,
+    pub line: u64,
+    pub op: &'static str,
+}
+
+#[derive(Clone, Debug)]
+pub struct InputInit {
+    pub slot: Slot,
+    pub shape: Vec<usize>,
+    pub data: Vec<f32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct FreeParamInit {
+    pub shape: Vec<usize>,
+    pub data: Vec<f32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct LinearInit {
+    pub name: String,
+    pub d_in: usize,
+    pub d_out: usize,
+    pub layout: Layout,
+    /// Torch layout `[d_out, d_in]`, row-major.
+    pub weight: Vec<f32>,
+    pub bias: Option<Vec<f32>>,
+}
+
+/// What `settings.track` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Track {
+    Slot(Slot),
+    Param(ParamRef),
+}
+
+/// The first unsupported operation found by scanning the IR.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedOp {
+    pub stmt: StmtInfo,
+    pub message: String,
+}
+
+/// A checked, compiled program: what [`crate::program::run`] executes.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub(crate) inputs: Vec<InputInit>,
+    /// Free params per rank (index 0: rank 1), in declaration order.
+    pub(crate) free_params: [Vec<FreeParamInit>; MAX_RANK],
+    pub(crate) linears: Vec<LinearInit>,
+    pub(crate) body: Vec<Instr>,
+    pub(crate) stmts: Vec<StmtInfo>,
+    pub(crate) slot_names: Vec<String>,
+    pub(crate) optimizer_count: usize,
+    pub(crate) checkpoints: Vec<u64>,
+    pub(crate) rss_every: u64,
+    pub(crate) track: Option<Track>,
+    pub(crate) unsupported: Option<UnsupportedOp>,
+}
+
+impl Program {
+    /// Reads, checks and compiles the IR. Every error names its field.
+    pub fn from_json(json: &str) -> Result<Program, IrError> {
+        compile(ir::parse(json)?)
+    }
+
+    /// The number of statements, blocks included.
+    pub fn statement_count(&self) -> usize {
+        self.stmts.len()
+    }
+
+    /// The first unsupported operation, if any (the run's outcome is then
+    /// `unsupported` without running anything).
+    pub fn unsupported(&self) -> Option<&UnsupportedOp> {
+        self.unsupported.as_ref()
+    }
+}
+
+/// The name of an IR `role: param` tensor belonging to a module.
+fn module_param_field(name: &str, module: &str) -> Option<&'static str> {
+    let rest = name.strip_prefix(module)?.strip_prefix('.')?;
+    match rest {
+        "weight" => Some("weight"),
+        "bias" => Some("bias"),
+        _ => None,
+    }
+}
+
+#[derive(Default)]
+struct Compiler {
+    slots: HashMap<String, Slot>,
+    slot_names: Vec<String>,
+    params: HashMap<String, ParamRef>,
+    modules: HashMap<String, u32>,
+    optimizers: HashMap<String, u32>,
+    stmts: Vec<StmtInfo>,
+    indices: HashSet<u64>,
+    unsupported: Option<UnsupportedOp>,
+    timed_assigned: bool,
+}
+
+fn compile(raw: RawProgram) -> Result<Program, IrError> {
+    let mut c = Compiler::default();
+    let mut declared: HashSet<String> = HashSet::new();
+
+    // Modules first: their params are listed among the tensors.
+    let mut linears: Vec<LinearInit> = Vec::new();
+    for (i, m) in raw.modules.iter().enumerate() {
+        if !declared.insert(m.name.clone()) {
+            return Err(IrError::new(
+                format!("modules[{i}].name"),
+                format!("{:?} is declared twice", m.name),
+            ));
+        }
+        c.modules.insert(m.name.clone(), i as u32);
+        linears.push(LinearInit {
+            name: m.name.clone(),
+            d_in: m.d_in,
+            d_out: m.d_out,
+            layout: m.layout,
+            weight: Vec::new(),
+            bias: None,
+        });
+    }
+
+    let mut inputs = Vec::new();
+    let mut free_params: [Vec<FreeParamInit>; MAX_RANK] = Default::default();
+    let mut module_weight_seen = vec![false; linears.len()];
+    for (i, t) in raw.tensors.into_iter().enumerate() {
+        let path = format!("tensors[{i}]");
+        if !declared.insert(t.name.clone()) {
+            return Err(IrError::new(
+                format!("{path}.name"),
+                format!("{:?} is declared twice", t.name),
+            ));
+        }
+        match (&t.module, t.role) {
+            (Some(module), role) => {
+                if role != Role::Param {
+                    return Err(IrError::new(
+                        format!("{path}.role"),
+                        "a module's tensor must have role \"param\"",
+                    ));
+                }
+                let Some(&m) = c.modules.get(module) else {
+                    return Err(IrError::new(
+                        format!("{path}.module"),
+                        format!("no module named {module:?}"),
+                    ));
+                };
+                let lin = &mut linears[m as usize];
+                let field = module_param_field(&t.name, module).ok_or_else(|| {
+                    IrError::new(
+                        format!("{path}.name"),
+                        format!("a Linear's params are named {module}.weight and {module}.bias"),
+                    )
+                })?;
+                if field == "weight" {
+                    if t.shape != [lin.d_out, lin.d_in] {
+                        return Err(IrError::new(
+                            format!("{path}.shape"),
+                            format!(
+                                "{}.weight is [d_out, d_in] = [{}, {}] (torch layout), got {:?}",
+                                module, lin.d_out, lin.d_in, t.shape
+                            ),
+                        ));
+                    }
+                    lin.weight = t.data;
+                    module_weight_seen[m as usize] = true;
+                    c.params.insert(t.name, ParamRef::Weight(m));
+                } else {
+                    if !raw.modules[m as usize].bias {
+                        return Err(IrError::new(
+                            format!("{path}.name"),
+                            format!("module {module:?} is declared with bias false"),
+                        ));
+                    }
+                    if t.shape != [lin.d_out] {
+                        return Err(IrError::new(
+                            format!("{path}.shape"),
+                            format!(
+                                "{module}.bias is [d_out] = [{}], got {:?}",
+                                lin.d_out, t.shape
+                            ),
+                        ));
+                    }
+                    lin.bias = Some(t.data);
+                    c.params.insert(t.name, ParamRef::Bias(m));
+                }
+            }
+            (None, Role::Param) => {
+                let rank = t.shape.len();
+                let list = &mut free_params[rank - 1];
+                c.params.insert(
+                    t.name,
+                    ParamRef::Free {
+                        rank: rank as u8,
+                        index: list.len() as u32,
+                    },
+                );
+                list.push(FreeParamInit {
+                    shape: t.shape,
+                    data: t.data,
+                });
+            }
+            (None, Role::Input) => {
+                let slot = c.slot(&t.name);
+                inputs.push(InputInit {
+                    slot,
+                    shape: t.shape,
+                    data: t.data,
+                });
+            }
+        }
+    }
+    for (m, lin) in linears.iter().enumerate() {
+        if !module_weight_seen[m] {
+            return Err(IrError::new(
+                format!("modules[{m}]"),
+                format!(
+                    "no tensor {}.weight with \"module\": {:?}",
+                    lin.name, lin.name
+                ),
+            ));
+        }
+        if raw.modules[m].bias && lin.bias.is_none() {
+            return Err(IrError::new(
+                format!("modules[{m}]"),
+                format!("bias is true but no tensor {}.bias is listed", lin.name),
+            ));
+        }
+    }
+
+    let mut defined: HashSet<String> = inputs
+        .iter()
+        .map(|i| c.slot_names[i.slot as usize].clone())
+        .collect();
+    let mut body = c.block(&raw.body, &mut defined, true)?;
+
+    let track = match &raw.settings.track {
+        None => None,
+        Some(name) => Some(if let Some(&p) = c.params.get(name) {
+            Track::Param(p)
+        } else if let Some(&slot) = c.slots.get(name) {
+            Track::Slot(slot)
+        } else {
+            return Err(IrError::new(
+                "settings.track",
+                format!("no tensor named {name:?} in the program"),
+            ));
+        }),
+    };
+
+    let slot_count = c.slot_names.len();
+    let track_slot = match track {
+        Some(Track::Slot(s)) => Some(s),
+        _ => None,
+    };
+    liveness(&mut body, Live::new(slot_count), track_slot);
+
+    Ok(Program {
+        inputs,
+        free_params,
+        linears,
+        body,
+        stmts: c.stmts,
+        slot_names: c.slot_names,
+        optimizer_count: c.optimizers.len(),
+        checkpoints: raw.settings.checkpoints,
+        rss_every: raw.settings.rss_every,
+        track,
+        unsupported: c.unsupported,
+    })
+}
+
+impl Compiler {
+    fn slot(&mut self, name: &str) -> Slot {
+        if let Some(&s) = self.slots.get(name) {
+            return s;
+        }
+        let s = self.slot_names.len() as Slot;
+        self.slot_names.push(name.to_owned());
+        self.slots.insert(name.to_owned(), s);
+        s
+    }
+
+    fn block(
+        &mut self,
+        stmts: &[RawStmt],
+        defined: &mut HashSet<String>,
+        top_level: bool,
+    ) -> Result<Vec<Instr>, IrError> {
+        stmts
+            .iter()
+            .map(|s| self.statement(s, defined, top_level))
+            .collect()
+    }
+
+    /// A tensor operand: a param, or a tensor name bound before.
+    fn tensor_arg(&self, s: &RawStmt, i: usize, defined: &HashSet<String>) -> Result<Src, IrError> {
+        let name = &s.args[i];
+        let field = format!("args[{i}]");
+        if let Some(&p) = self.params.get(name) {
+            return Ok(Src::Param(p));
+        }
+        if self.modules.contains_key(name) {
+            return Err(s.error(&field, format!("{name:?} is a module, not a tensor")));
+        }
+        if self.optimizers.contains_key(name) {
+            return Err(s.error(&field, format!("{name:?} is an optimizer, not a tensor")));
+        }
+        match self.slots.get(name) {
+            Some(&slot) if defined.contains(name) => Ok(Src::Slot { slot, take: false }),
+            _ => Err(s.error(
+                &field,
+                format!("no tensor named {name:?} is bound before this statement"),
+            )),
+        }
+    }
+
+    fn optimizer_arg(&self, s: &RawStmt, defined: &HashSet<String>) -> Result<u32, IrError> {
+        let name = &s.args[0];
+        match self.optimizers.get(name) {
+            Some(&o) if defined.contains(name) => Ok(o),
+            _ => Err(s.error(
+                "args[0]",
+                format!("no optimizer named {name:?} is bound before this statement"),
+            )),
+        }
+    }
+
+    /// The slot a tensor result is bound to.
+    fn out_slot(
+        &mut self,
+        s: &RawStmt,
+        name: &str,
+        defined: &mut HashSet<String>,
+    ) -> Result<Dst, IrError> {
+        if self.params.contains_key(name) || self.modules.contains_key(name) {
+            return Err(s.error(
+                "out",
+                format!("{name:?} is a param or a module: they cannot be reassigned"),
+            ));
+        }
+        if self.optimizers.contains_key(name) {
+            return Err(s.error(
+                "out",
+                format!("{name:?} names an optimizer; a name is a tensor or an optimizer"),
+            ));
+        }
+        defined.insert(name.to_owned());
+        Ok(Dst {
+            slot: self.slot(name),
+            keep: true,
+        })
+    }
+
+    fn out(&mut self, s: &RawStmt, defined: &mut HashSet<String>) -> Result<Option<Dst>, IrError> {
+        match &s.out {
+            None => Ok(None),
+            Some(name) => self.out_slot(s, name, defined).map(Some),
+        }
+    }
+
+    fn no_out(s: &RawStmt) -> Result<(), IrError> {
+        match &s.out {
+            None => Ok(()),
+            Some(name) => Err(s.error(
+                "out",
+                format!("{:?} returns nothing; out must be null, got {name:?}", s.op),
+            )),
+        }
+    }
+
+    fn arity(s: &RawStmt, n: usize, what: &str) -> Result<(), IrError> {
+        if s.args.len() != n {
+            return Err(s.error(
+                "args",
+                format!("{:?} takes {what}, got {} args", s.op, s.args.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn statement(
+        &mut self,
+        s: &RawStmt,
+        defined: &mut HashSet<String>,
+        top_level: bool,
+    ) -> Result<Instr, IrError> {
+        if !self.indices.insert(s.index) {
+            return Err(s.error("index", format!("index {} is used twice", s.index)));
+        }
+        let spec = ops::lookup(&s.op).ok_or_else(|| {
+            s.error(
+                "op",
+                format!(
+                    "unknown operation {:?}; known: {}",
+                    s.op,
+                    ops::OPS
+                        .iter()
+                        .map(|o| o.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        let op = spec.op;
+        let stmt = self.stmts.len() as u32;
+        self.stmts.push(StmtInfo {
+            index: s.index,
+            line: s.line,
+            op: spec.name,
+        });
+        let is_block = matches!(op, Op::Repeat | Op::NoGrad);
+        if !is_block && s.body.is_some() {
+            return Err(s.error("body", format!("{:?} is not a block", s.op)));
+        }
+        let attrs = Attrs::new(s);
+        let mut unsupported: Option<String> = spec.unsupported.map(str::to_owned);
+
+        let kind = match op {
+            Op::Repeat | Op::NoGrad => {
+                Self::arity(s, 0, "no args")?;
+                Self::no_out(s)?;
+                let body = s
+                    .body
+                    .as_ref()
+                    .ok_or_else(|| s.error("body", "a block needs a body"))?;
+                if op == Op::NoGrad {
+                    attrs.only(&[])?;
+                    self.block(body, defined, false)?;
+                    Kind::Unsupported
+                } else {
+                    attrs.only(&["count", "var"])?;
+                    attrs.string("var")?;
+                    let count = attrs.required_int("count")?;
+                    if count < 0 || count as u64 > MAX_STEPS {
+                        return Err(s.error(
+                            "attrs.count",
+                            format!("must be an integer from 0 to {MAX_STEPS}, got {count}"),
+                        ));
+                    }
+                    let timed = top_level && !self.timed_assigned;
+                    self.timed_assigned |= timed;
+                    // A body that never runs binds nothing.
+                    let mut inner = defined.clone();
+                    let body = self.block(body, &mut inner, false)?;
+                    if count > 0 {
+                        *defined = inner;
+                    }
+                    Kind::Repeat {
+                        count: count as u64,
+                        body,
+                        timed,
+                    }
+                }
+            }
+            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Matmul => {
+                Self::arity(s, 2, "two tensors")?;
+                attrs.only(&[])?;
+                let a = self.tensor_arg(s, 0, defined)?;
+                let b = self.tensor_arg(s, 1, defined)?;
+                let op = match op {
+                    Op::Add => Binary::Add,
+                    Op::Sub => Binary::Sub,
+                    Op::Mul => Binary::Mul,
+                    Op::Div => Binary::Div,
+                    _ => Binary::Matmul,
+                };
+                Kind::Binary {
+                    op,
+                    a,
+                    b,
+                    out: self.out(s, defined)?,
+                }
+            }
+            Op::Linear => {
+                Self::arity(s, 2, "a module and a tensor")?;
+                attrs.only(&[])?;
+                let module = *self.modules.get(&s.args[0]).ok_or_else(|| {
+                    s.error("args[0]", format!("no module named {:?}", s.args[0]))
+                })?;
+                let a = self.tensor_arg(s, 1, defined)?;
+                Kind::Linear {
+                    module,
+                    a,
+                    out: self.out(s, defined)?,
+                }
+            }
+            Op::Step | Op::ZeroGrad => {
+                Self::arity(s, 1, "an optimizer")?;
+                attrs.only(&[])?;
+                Self::no_out(s)?;
+                let opt = self.optimizer_arg(s, defined)?;
+                if op == Op::Step {
+                    Kind::Step { opt }
+                } else {
+                    Kind::ZeroGrad { opt }
+                }
+            }
+            Op::Sgd | Op::Adam => {
+                Self::arity(s, 0, "no args (it optimizes every param)")?;
+                let name = s
+                    .out
+                    .clone()
+                    .ok_or_else(|| s.error("out", "an optimizer must be bound to a name"))?;
+                if self.slots.contains_key(&name)
+                    || self.params.contains_key(&name)
+                    || self.modules.contains_key(&name)
+                {
+                    return Err(s.error(
+                        "out",
+                        format!("{name:?} already names a tensor or a module"),
+                    ));
+                }
+                let config = if op == Op::Sgd {
+                    attrs.only(&["lr", "momentum", "dampening", "weight_decay", "nesterov"])?;
+                    let momentum = attrs.float("momentum")?.filter(|&m| m != 0.0);
+                    let dampening = attrs.float("dampening")?;
+                    let nesterov = attrs.bool("nesterov")?;
+                    OptimizerConfig::Sgd {
+                        lr: attrs.required_float("lr")?,
+                        momentum: momentum.map(|m| (m, dampening, nesterov)),
+                        weight_decay: attrs.float("weight_decay")?.filter(|&w| w != 0.0),
+                    }
+                } else {
+                    attrs.only(&["lr", "beta1", "beta2", "eps", "weight_decay"])?;
+                    OptimizerConfig::Adam {
+                        lr: attrs.required_float("lr")?,
+                        beta1: attrs.float("beta1")?,
+                        beta2: attrs.float("beta2")?,
+                        eps: attrs.float("eps")?,
+                        weight_decay: attrs.float("weight_decay")?.filter(|&w| w != 0.0),
+                    }
+                };
+                let next = self.optimizers.len() as u32;
+                let opt = *self.optimizers.entry(name.clone()).or_insert(next);
+                defined.insert(name);
+                Kind::NewOptimizer { opt, config }
+            }
+            Op::Backward => {
+                Self::arity(s, 1, "a tensor")?;
+                attrs.only(&["retain_graph", "accumulate"])?;
+                Self::no_out(s)?;
+                if attrs.bool("retain_graph")? == Some(true) {
+                    unsupported = Some(RETAIN_GRAPH_UNSUPPORTED.to_owned());
+                }
+                Kind::Backward {
+                    a: self.tensor_arg(s, 0, defined)?,
+                    accumulate: attrs.bool("accumulate")?.unwrap_or(false),
+                }
+            }
+            Op::Observe => {
+                Self::arity(s, 1, "a tensor")?;
+                attrs.only(&["label", "values"])?;
+                Self::no_out(s)?;
+                let a = self.tensor_arg(s, 0, defined)?;
+                let tensor = s.args[0].clone();
+                Kind::Observe {
+                    a,
+                    label: attrs.string("label")?.unwrap_or_else(|| tensor.clone()),
+                    tensor,
+                    values: attrs.bool("values")?.unwrap_or(true),
+                }
+            }
+            Op::RequireGrad | Op::Freeze | Op::AddScalarInPlace => {
+                Self::arity(s, 1, "a tensor")?;
+                let value = if op == Op::AddScalarInPlace {
+                    attrs.only(&["value"])?;
+                    Some(attrs.required_float("value")?)
+                } else {
+                    attrs.only(&[])?;
+                    None
+                };
+                let target = self.tensor_arg(s, 0, defined)?;
+                // `y = op_(x)` binds y too; `x = op_(x)` is the same as no out.
+                let out = match &s.out {
+                    Some(name) if name != &s.args[0] => Some(self.out_slot(s, name, defined)?),
+                    _ => None,
+                };
+                match target {
+                    Src::Param(param) => match value {
+                        Some(value) => Kind::ParamAddScalar { param, value, out },
+                        None => Kind::ParamRequireGrad {
+                            param,
+                            require: op == Op::RequireGrad,
+                            out,
+                        },
+                    },
+                    Src::Slot { slot, .. } => Kind::Unary {
+                        op: match (op, value) {
+                            (_, Some(v)) => Unary::AddScalar(v),
+                            (Op::RequireGrad, _) => Unary::RequireGrad,
+                            _ => Unary::Freeze,
+                        },
+                        a: target,
+                        out,
+                        alias: Some(Dst { slot, keep: true }),
+                    },
+                }
+            }
+            Op::Reshape => {
+                Self::arity(s, 1, "a tensor")?;
+                attrs.only(&["shape"])?;
+                let shape = attrs.int_list("shape")?;
+                if shape.is_empty() || shape.len() > MAX_RANK {
+                    return Err(s.error(
+                        "attrs.shape",
+                        format!(
+                            "burn tensors here have rank 1 to {MAX_RANK}, got {} dimensions",
+                            shape.len()
+                        ),
+                    ));
+                }
+                Kind::Reshape {
+                    a: self.tensor_arg(s, 0, defined)?,
+                    shape,
+                    out: self.out(s, defined)?,
+                }
+            }
+            Op::Item => {
+                Self::arity(s, 1, "a tensor")?;
+                attrs.only(&[])?;
+                Kind::Item {
+                    a: self.tensor_arg(s, 0, defined)?,
+                    out: self.out(s, defined)?,
+                }
+            }
+            Op::Grad => {
+                Self::arity(s, 1, "a tensor")?;
+                attrs.only(&[])?;
+                Kind::Grad {
+                    a: self.tensor_arg(s, 0, defined)?,
+                    out: self.out(s, defined)?,
+                }
+            }
+            _ => {
+                Self::arity(s, 1, "a tensor")?;
+                let unary = match op {
+                    Op::AddScalar | Op::MulScalar => {
+                        attrs.only(&["value"])?;
+                        let v = attrs.required_float("value")?;
+                        if op == Op::AddScalar {
+                            Unary::AddScalar(v)
+                        } else {
+                            Unary::MulScalar(v)
+                        }
+                    }
+                    Op::Powi => {
+                        attrs.only(&["exponent"])?;
+                        Unary::Powi(attrs.required_int("exponent")?)
+                    }
+                    Op::SumDim => {
+                        attrs.only(&["dim"])?;
+                        Unary::SumDim(attrs.required_int("dim")?)
+                    }
+                    other => {
+                        attrs.only(&[])?;
+                        match other {
+                            Op::Detach => Unary::Detach,
+                            Op::WithoutAutodiff => Unary::WithoutAutodiff,
+                            // Never executed: the program is unsupported.
+                            Op::RetainGrad | Op::Clone => Unary::Clone,
+                            Op::Neg => Unary::Neg,
+                            Op::Transpose => Unary::Transpose,
+                            Op::Exp => Unary::Exp,
+                            Op::Log => Unary::Log,
+                            Op::Sqrt => Unary::Sqrt,
+                            Op::Abs => Unary::Abs,
+                            Op::Tanh => Unary::Tanh,
+                            Op::Relu => Unary::Relu,
+                            Op::Sigmoid => Unary::Sigmoid,
+                            Op::Sum => Unary::Sum,
+                            Op::Mean => Unary::Mean,
+                            _ => unreachable!("every op has an arm"),
+                        }
+                    }
+                };
+                Kind::Unary {
+                    op: unary,
+                    a: self.tensor_arg(s, 0, defined)?,
+                    out: self.out(s, defined)?,
+                    alias: None,
+                }
+            }
+        };
+
+        if let Some(message) = unsupported {
+            if self.unsupported.is_none() {
+                self.unsupported = Some(UnsupportedOp {
+                    stmt: self.stmts[stmt as usize].clone(),
+                    message,
+                });
+            }
+            return Ok(Instr {
+                stmt,
+                kind: Kind::Unsupported,
+            });
+        }
+        Ok(Instr { stmt, kind })
+    }
+}
+
+/// A set of slots.
+#[derive(Clone, PartialEq, Eq)]
+struct Live(Vec<bool>);
+
+impl Live {
+    fn new(n: usize) -> Self {
+        Live(vec![false; n])
+    }
+    fn has(&self, s: Slot) -> bool {
+        self.0[s as usize]
+    }
+    fn add(&mut self, s: Slot) {
+        self.0[s as usize] = true;
+    }
+    fn remove(&mut self, s: Slot) {
+        self.0[s as usize] = false;
+    }
+    fn union(&mut self, other: &Live) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a |= *b;
+        }
+    }
+}
+
+/// Backward liveness over the structured body: sets `Src::Slot::take` on a
+/// value's last use and `Dst::keep` on results read later. Returns the slots
+/// live before `body`. `track`: read after every iteration of the timed loop.
+fn liveness(body: &mut [Instr], live_out: Live, track: Option<Slot>) -> Live {
+    let mut live = live_out;
+    for instr in body.iter_mut().rev() {
+        match &mut instr.kind {
+            Kind::Repeat {
+                body: inner, timed, ..
+            } => {
+                // Live at the end of an iteration: what the next iteration
+                // reads, and what is read after the loop.
+                let mut end = live.clone();
+                if *timed {
+                    if let Some(t) = track {
+                        end.add(t);
+                    }
+                }
+                loop {
+                    let mut scratch = inner.clone();
+                    let start = liveness(&mut scratch, end.clone(), track);
+                    let mut next = end.clone();
+                    next.union(&start);
+                    if next == end {
+                        break;
+                    }
+                    end = next;
+                }
+                let start = liveness(inner, end, track);
+                // A loop may run zero times: what is live after it stays live.
+                live.union(&start);
+            }
+            kind => {
+                let (mut reads, mut defs) = operands(kind);
+                for d in defs.iter_mut() {
+                    d.keep = live.has(d.slot);
+                }
+                for d in &defs {
+                    live.remove(d.slot);
+                }
+                // The last read of a slot inside one instruction is the one
+                // that may take it: walk the reads backwards.
+                for src in reads.iter_mut().rev() {
+                    if let Src::Slot { slot, take } = &mut **src {
+                        *take = !live.has(*slot);
+                        live.add(*slot);
+                    }
+                }
+            }
+        }
+    }
+    live
+}
+
+/// The slot reads and the slot writes of a (non-block) instruction.
+fn operands(kind: &mut Kind) -> (Vec<&mut Src>, Vec<&mut Dst>) {
+    let mut uses: Vec<&mut Src> = Vec::new();
+    let mut defs: Vec<&mut Dst> = Vec::new();
+    match kind {
+        Kind::Unary { a, out, alias, .. } => {
+            uses.push(a);
+            defs.extend(out.as_mut());
+            defs.extend(alias.as_mut());
+        }
+        Kind::Binary { a, b, out, .. } => {
+            uses.push(a);
+            uses.push(b);
+            defs.extend(out.as_mut());
+        }
+        Kind::Reshape { a, out, .. }
+        | Kind::Item { a, out }
+        | Kind::Linear { a, out, .. }
+        | Kind::Grad { a, out } => {
+            uses.push(a);
+            defs.extend(out.as_mut());
+        }
+        Kind::Backward { a, .. } | Kind::Observe { a, .. } => uses.push(a),
+        Kind::ParamRequireGrad { out, .. } | Kind::ParamAddScalar { out, .. } => {
+            defs.extend(out.as_mut());
+        }
+        Kind::NewOptimizer { .. }
+        | Kind::Step { .. }
+        | Kind::ZeroGrad { .. }
+        | Kind::Unsupported
+        | Kind::Repeat { .. } => {}
+    }
+    (uses, defs)
+}

@@ -1,0 +1,197 @@
+//! The interpreter's dynamic values: a burn tensor of rank 1 to 4 with the
+//! *transposed* layout flag of `docs/program-ir.md` section 3, or a number
+//! (what `item` returns).
+
+use burn::tensor::{Device, Tensor, TensorData};
+
+/// The largest rank the interpreter handles (burn's ranks are type parameters).
+pub const MAX_RANK: usize = 4;
+
+/// A float tensor whose rank is known at run time only.
+#[derive(Clone, Debug)]
+pub enum Dyn {
+    R1(Tensor<1>),
+    R2(Tensor<2>),
+    R3(Tensor<3>),
+    R4(Tensor<4>),
+}
+
+/// Applies a rank-generic tensor expression to every rank, keeping the rank.
+macro_rules! map_dyn {
+    ($value:expr, $t:ident => $body:expr) => {
+        match $value {
+            $crate::program::value::Dyn::R1($t) => $crate::program::value::Dyn::R1($body),
+            $crate::program::value::Dyn::R2($t) => $crate::program::value::Dyn::R2($body),
+            $crate::program::value::Dyn::R3($t) => $crate::program::value::Dyn::R3($body),
+            $crate::program::value::Dyn::R4($t) => $crate::program::value::Dyn::R4($body),
+        }
+    };
+}
+
+/// Evaluates a rank-generic expression on whatever rank the tensor has.
+macro_rules! with_dyn {
+    ($value:expr, $t:ident => $body:expr) => {
+        match $value {
+            $crate::program::value::Dyn::R1($t) => $body,
+            $crate::program::value::Dyn::R2($t) => $body,
+            $crate::program::value::Dyn::R3($t) => $body,
+            $crate::program::value::Dyn::R4($t) => $body,
+        }
+    };
+}
+
+pub(crate) use {map_dyn, with_dyn};
+
+impl Dyn {
+    /// A tensor of `shape` (rank 1 to 4, checked by the caller) from row-major data.
+    pub fn from_data(values: Vec<f32>, shape: &[usize], device: &Device) -> Dyn {
+        let data = TensorData::new(values, shape.to_vec());
+        match shape.len() {
+            1 => Dyn::R1(Tensor::from_data(data, device)),
+            2 => Dyn::R2(Tensor::from_data(data, device)),
+            3 => Dyn::R3(Tensor::from_data(data, device)),
+            4 => Dyn::R4(Tensor::from_data(data, device)),
+            rank => unreachable!("rank {rank} was rejected when the IR was read"),
+        }
+    }
+
+    pub fn rank(&self) -> usize {
+        match self {
+            Dyn::R1(_) => 1,
+            Dyn::R2(_) => 2,
+            Dyn::R3(_) => 3,
+            Dyn::R4(_) => 4,
+        }
+    }
+
+    /// The shape burn has.
+    pub fn dims(&self) -> Vec<usize> {
+        with_dyn!(self, t => t.dims().to_vec())
+    }
+
+    pub fn flags(&self) -> RawFlags {
+        with_dyn!(self, t => RawFlags {
+            is_tracked: t.is_tracked(),
+            is_require_grad: t.is_require_grad(),
+            is_autodiff: t.is_autodiff(),
+        })
+    }
+}
+
+/// burn's own flags of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RawFlags {
+    pub is_tracked: bool,
+    pub is_require_grad: bool,
+    pub is_autodiff: bool,
+}
+
+/// The flags an observation or checkpoint records (contract section 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Flags {
+    /// burn `is_tracked()`.
+    pub tracked: bool,
+    /// burn `is_require_grad()`.
+    pub requires_grad: bool,
+    pub raw: RawFlags,
+}
+
+impl From<RawFlags> for Flags {
+    fn from(raw: RawFlags) -> Self {
+        Flags {
+            tracked: raw.is_tracked,
+            requires_grad: raw.is_require_grad,
+            raw,
+        }
+    }
+}
+
+/// A tensor value of the interpreter.
+///
+/// `transposed`: the value is derived from a Linear weight, which burn keeps
+/// as `[d_in, d_out]`; the torch-layout value is the transpose of the burn
+/// tensor. Only rank-2 values carry it.
+#[derive(Clone, Debug)]
+pub struct TensorValue {
+    pub t: Dyn,
+    pub transposed: bool,
+}
+
+impl TensorValue {
+    pub fn plain(t: Dyn) -> Self {
+        TensorValue {
+            t,
+            transposed: false,
+        }
+    }
+
+    /// The burn tensor in torch layout: a flagged value gets burn's
+    /// `transpose()` here (the only place the flag costs an operation).
+    pub fn materialize(self) -> Dyn {
+        match (self.transposed, self.t) {
+            (true, Dyn::R2(t)) => Dyn::R2(t.transpose()),
+            (_, t) => t,
+        }
+    }
+
+    /// The shape in torch layout.
+    pub fn torch_shape(&self) -> Vec<usize> {
+        let mut dims = self.t.dims();
+        if self.transposed && dims.len() == 2 {
+            dims.swap(0, 1);
+        }
+        dims
+    }
+
+    /// The values, row-major in torch layout (a flagged value is transposed
+    /// on the host: reading adds no burn operation).
+    pub fn torch_values(&self) -> Result<Vec<f32>, String> {
+        let values = with_dyn!(&self.t, t => t.try_to_vec_as::<f32>())
+            .map_err(|err| format!("reading the tensor's values failed: {err:?}"))?;
+        if !(self.transposed && self.t.rank() == 2) {
+            return Ok(values);
+        }
+        let dims = self.t.dims();
+        Ok(transpose_host(&values, dims[0], dims[1]))
+    }
+
+    pub fn flags(&self) -> Flags {
+        self.t.flags().into()
+    }
+}
+
+/// What a name is bound to.
+// A burn tensor is a few hundred bytes inline; boxing it would cost an
+// allocation per operation in the timed loop.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum Value {
+    Tensor(TensorValue),
+    /// The result of `item`: burn's `into_scalar()` is a plain Rust number.
+    Number(f64),
+}
+
+impl Value {
+    pub fn flags(&self) -> Flags {
+        match self {
+            Value::Tensor(t) => t.flags(),
+            Value::Number(_) => RawFlags {
+                is_tracked: false,
+                is_require_grad: false,
+                is_autodiff: false,
+            }
+            .into(),
+        }
+    }
+}
+
+/// Host-side transpose of a row-major `[rows, cols]` buffer.
+pub fn transpose_host(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0f32; values.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = values[r * cols + c];
+        }
+    }
+    out
+}
