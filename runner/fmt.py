@@ -36,7 +36,16 @@ def short(text: str, limit: int = 160) -> str:
 
 
 def outcome_text(run: RunRecord) -> str:
-    """`ok`, `panic at step 3 (backward)`, `crash SIGSEGV`, `timeout after 600 s`."""
+    """`ok`, `panic at step 3 (backward)`, `crash SIGSEGV`, `timeout after 600 s`; for a program,
+    the operation it stopped at: `panic at backward (op 4, line 7)`, `unsupported no_grad (op 1)`."""
+    failure = run.failure
+    if failure is not None and run.outcome in ("panic", "error", "unsupported"):
+        where = [f"op {failure.op_index}"] if failure.op_index is not None else []
+        where += [f"line {failure.line}"] if failure.line is not None else []
+        where += [f"iteration {failure.iteration}"] if failure.iteration is not None else []
+        kind = run.outcome if run.outcome != "error" else f"error {failure.type or ''}".strip()
+        at = " at" if run.outcome != "unsupported" else ""
+        return f"{kind}{at} {failure.op or '?'}" + (f" ({', '.join(where)})" if where else "")
     if run.outcome == "panic" and run.panic is not None:
         return f"panic at step {run.panic.step} ({run.panic.phase or '?'})"
     if run.outcome == "error" and run.error is not None:

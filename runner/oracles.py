@@ -8,7 +8,9 @@ observations compare tensor by tensor:
   the same infinity. Shapes must agree, except that a scalar is `[]` in torch
   and `[1]` in burn (the same thing). A label that only one run recorded
   (it stopped earlier) makes the comparison unknown.
-- `flags`: `tracked` and `requires_grad` of every observation.
+- `flags`: `tracked` of every observation (`requires_grad` is not compared: for a
+  non-leaf, torch says True when it is part of the graph and burn says False
+  because only leaves require grad; the raw flags are in the results).
 
 `values:LABEL` (and `grads:`, `flags:`) compares one label only. The verdict's
 `observed` says where the runs part: the largest absolute and relative error,
@@ -53,16 +55,17 @@ def compare_arrays(a: Sequence[float], b: Sequence[float], tol: Tolerance) -> di
     first: int | None = None
     off = 0
     for i, (x, y) in enumerate(zip(a, b)):
-        if _close(x, y, tol):
-            continue
-        off += 1
-        if first is None:
-            first = i
+        close = _close(x, y, tol)
+        if not close:
+            off += 1
+            if first is None:
+                first = i
         if math.isfinite(x) and math.isfinite(y):
             err = abs(x - y)
             max_abs = max(max_abs, err)
-            max_rel = max(max_rel, err / max(abs(x), abs(y), 1e-30))
-        else:
+            if err:
+                max_rel = max(max_rel, err / max(abs(x), abs(y)))
+        elif not close:
             max_abs = max_rel = math.inf
     return {
         "max_abs_error": _json_float(max_abs),
@@ -103,8 +106,10 @@ def compare_observations(a: RunRecord, b: RunRecord, what: str, label: str | Non
         oa, ob = obs_a[key], obs_b[key]
         name = key[0] if key[1] is None else f"{key[0]}@{key[1]}"
         if what == "flags":
-            fa = {"tracked": oa.flags.tracked, "requires_grad": oa.flags.requires_grad}
-            fb = {"tracked": ob.flags.tracked, "requires_grad": ob.flags.requires_grad}
+            # `tracked` only: `requires_grad` means "part of the graph" for a torch non-leaf
+            # but "a leaf that requires grad" in burn, so it differs by definition there.
+            fa = {"tracked": oa.flags.tracked}
+            fb = {"tracked": ob.flags.tracked}
             agree = fa == fb
             per_label[name] = {"a": fa, "b": fb, "same": agree}  # type: ignore[dict-item]
             compared += 1
@@ -146,8 +151,19 @@ def compare_observations(a: RunRecord, b: RunRecord, what: str, label: str | Non
             if worst is None or _rank(candidate) > _rank(worst):
                 worst = candidate
     if compared == 0:
+        if missing:
+            only_a = sorted({k[0] for k in set(obs_a) - set(obs_b)})
+            only_b = sorted({k[0] for k in set(obs_b) - set(obs_a)})
+            found: dict[str, JsonValue] = {
+                "a": f"observed {', '.join(only_a) or 'nothing else'}",
+                "b": f"observed {', '.join(only_b) or 'nothing else'}",
+                "label": label,
+                "only_in_one_run": list(missing),
+            }
+            return Agreement(None, found)
         return Agreement(None, {"a": f"no {what} recorded", "b": f"no {what} recorded", "label": label})
     largest = max((_rank(v) for v in per_label.values() if isinstance(v, dict)), default=0.0)
+    largest_rel = max((_rank(v, "max_rel_error") for v in per_label.values() if isinstance(v, dict)), default=0.0)
     observed: dict[str, JsonValue] = (
         dict(worst)
         if worst
@@ -156,6 +172,8 @@ def compare_observations(a: RunRecord, b: RunRecord, what: str, label: str | Non
             "b": f"{compared} observation(s)",
             "label": label,
             "max_abs_error": _json_float(largest),
+            "max_rel_error": _json_float(largest_rel),
+            "first_index": None,
         }
     )
     observed["compared"] = compared
@@ -167,8 +185,8 @@ def compare_observations(a: RunRecord, b: RunRecord, what: str, label: str | Non
     return Agreement(same, observed)
 
 
-def _rank(detail: dict[str, JsonValue]) -> float:
-    value = detail.get("max_abs_error")
+def _rank(detail: dict[str, JsonValue], key: str = "max_abs_error") -> float:
+    value = detail.get(key)
     return math.inf if value == "Infinity" else float(value) if isinstance(value, (int, float)) else 0.0
 
 

@@ -36,8 +36,10 @@ def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
 
 def test_the_shipped_cases_load():
     paths = cases.all_cases()
-    assert [p.name for p in paths] == ["p10_ema.toml"]
-    case = cases.load_case(paths[0])
+    assert len(paths) >= 14 and {"p10_ema.toml", "p10_program.toml"} <= {p.name for p in paths}
+    loaded = [cases.load_case(p) for p in paths]
+    assert all(c.about is not None for c in loaded), "every shipped case says what it is about"
+    case = cases.load_case(cases.resolve("p10_ema"))
     assert case.name == "p10_ema" and case.steps == 2000
     assert {r.key for r in case.runs} >= {"torch/detach", "burn/detach", "burn/without", "burn/target"}
     assert case.run("burn/target").expect.panic_message == "graph tape has already been consumed"

@@ -140,8 +140,8 @@ fn every_tensor_op_on_tiny_shapes() {
             op("tanh", &["a"], "tanh"),
             op("relu", &["b"], "relu"),
             op("sigmoid", &["a"], "sigmoid"),
-            st("add_scalar", &["a"], Some("adds"), json!({"value": 2.5})),
-            st("mul_scalar", &["a"], Some("muls"), json!({"value": -2.0})),
+            st("add_scalar", &["a"], Some("adds"), json!({"scalar": 2.5})),
+            st("mul_scalar", &["a"], Some("muls"), json!({"scalar": -2.0})),
             st("powi", &["a"], Some("powi"), json!({"exponent": 3})),
             op("sum", &["a"], "sum"),
             op("mean", &["a"], "mean"),
@@ -168,7 +168,7 @@ fn every_tensor_op_on_tiny_shapes() {
             op("clone", &["a"], "cloned"),
             op("sum", &["a"], "s"),
             op("item", &["s"], "item"),
-            st("add_scalar_", &["a"], None, json!({"value": 1.0})),
+            st("add_scalar_", &["a"], None, json!({"scalar": 1.0})),
             observe("add"),
             observe("sub"),
             observe("mul"),
@@ -275,7 +275,7 @@ fn gradients_of_compositions() {
             op("exp", &["w"], "ew"),
             op("mul", &["ew", "x"], "ewx"),
             st("powi", &["w"], Some("w2"), json!({"exponent": 2})),
-            st("mul_scalar", &["w2"], Some("w2h"), json!({"value": 0.5})),
+            st("mul_scalar", &["w2"], Some("w2h"), json!({"scalar": 0.5})),
             op("add", &["ewx", "w2h"], "s"),
             op("sum", &["s"], "l3"),
             call("backward", &["l3"]),
@@ -464,9 +464,9 @@ fn backward_twice_on_the_same_loss_panics() {
 
 fn two_losses(accumulate: bool, tail: Vec<Value>) -> String {
     let mut body: Vec<Value> = vec![
-        st("mul_scalar", &["w"], Some("w2"), json!({"value": 2.0})),
+        st("mul_scalar", &["w"], Some("w2"), json!({"scalar": 2.0})),
         op("sum", &["w2"], "l1"),
-        st("mul_scalar", &["w"], Some("w3"), json!({"value": 3.0})),
+        st("mul_scalar", &["w"], Some("w3"), json!({"scalar": 3.0})),
         op("sum", &["w3"], "l2"),
         call("backward", &["l1"]),
         st("backward", &["l2"], None, json!({"accumulate": accumulate})),
@@ -492,9 +492,9 @@ fn accumulate_sums_until_zero_grad_or_step() {
         vec![param("w", &[2], &[1.0, 2.0])],
         vec![
             st("sgd", &[], Some("opt"), json!({"lr": 0.5})),
-            st("mul_scalar", &["w"], Some("w2"), json!({"value": 2.0})),
+            st("mul_scalar", &["w"], Some("w2"), json!({"scalar": 2.0})),
             op("sum", &["w2"], "l1"),
-            st("mul_scalar", &["w"], Some("w3"), json!({"value": 3.0})),
+            st("mul_scalar", &["w"], Some("w3"), json!({"scalar": 3.0})),
             op("sum", &["w3"], "l2"),
             call("backward", &["l1"]),
             st("backward", &["l2"], None, json!({"accumulate": true})),
@@ -502,9 +502,9 @@ fn accumulate_sums_until_zero_grad_or_step() {
             call("zero_grad", &["opt"]),
             st("observe", &["w"], None, json!({"label": "zeroed"})),
             // Again, then a step with the sum.
-            st("mul_scalar", &["w"], Some("w4"), json!({"value": 2.0})),
+            st("mul_scalar", &["w"], Some("w4"), json!({"scalar": 2.0})),
             op("sum", &["w4"], "l3"),
-            st("mul_scalar", &["w"], Some("w5"), json!({"value": 3.0})),
+            st("mul_scalar", &["w"], Some("w5"), json!({"scalar": 3.0})),
             op("sum", &["w5"], "l4"),
             st("backward", &["l3"], None, json!({"accumulate": true})),
             st("backward", &["l4"], None, json!({"accumulate": true})),
@@ -905,7 +905,7 @@ fn freeze_and_require_grad_of_a_param_switch_the_optimizer_off_and_on() {
             repeat(
                 1,
                 vec![
-                    st("mul_scalar", &["w"], Some("unused"), json!({"value": 2.0})),
+                    st("mul_scalar", &["w"], Some("unused"), json!({"scalar": 2.0})),
                     op("sum", &["w"], "loss"),
                     call("step", &["opt"]),
                 ],
@@ -936,7 +936,7 @@ fn add_scalar_in_place_on_a_param_silently_stops_its_training() {
         vec![param("w", &[2], &[1.0, 2.0])],
         vec![
             st("sgd", &[], Some("opt"), json!({"lr": 0.5})),
-            st("add_scalar_", &["w"], None, json!({"value": 1.0})),
+            st("add_scalar_", &["w"], None, json!({"scalar": 1.0})),
             op("mul", &["w", "w"], "ww"),
             op("sum", &["ww"], "loss"),
             call("backward", &["loss"]),

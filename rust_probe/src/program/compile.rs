@@ -720,8 +720,8 @@ impl Compiler {
             Op::RequireGrad | Op::Freeze | Op::AddScalarInPlace => {
                 Self::arity(s, 1, "a tensor")?;
                 let value = if op == Op::AddScalarInPlace {
-                    attrs.only(&["value"])?;
-                    Some(attrs.required_float("value")?)
+                    attrs.only(&["scalar"])?;
+                    Some(attrs.required_float("scalar")?)
                 } else {
                     attrs.only(&[])?;
                     None
@@ -792,8 +792,8 @@ impl Compiler {
                 Self::arity(s, 1, "a tensor")?;
                 let unary = match op {
                     Op::AddScalar | Op::MulScalar => {
-                        attrs.only(&["value"])?;
-                        let v = attrs.required_float("value")?;
+                        attrs.only(&["scalar"])?;
+                        let v = attrs.required_float("scalar")?;
                         if op == Op::AddScalar {
                             Unary::AddScalar(v)
                         } else {

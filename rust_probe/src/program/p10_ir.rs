@@ -126,9 +126,9 @@ pub fn p10_program(config: &P10Config) -> String {
     } else {
         let keep = config.ema_decay;
         let blend = 1.0 - config.ema_decay;
-        inner.push("mul_scalar", &["ema"], Some("_a"), json!({"value": keep}));
+        inner.push("mul_scalar", &["ema"], Some("_a"), json!({"scalar": keep}));
         inner.push(snapshot, &["lin.weight"], Some("_s"), json!({}));
-        inner.push("mul_scalar", &["_s"], Some("_b"), json!({"value": blend}));
+        inner.push("mul_scalar", &["_s"], Some("_b"), json!({"scalar": blend}));
         inner.push("add", &["_a", "_b"], Some("ema"), json!({}));
         inner.push("observe", &["ema"], None, json!({"values": false}));
     }
