@@ -281,3 +281,23 @@ def test_long_series_are_drawn_through_group_medians():
     assert len(thinned) == 500 and svg.group_size(2000) == 4
     assert {y for _, y in thinned} == {2.0}
     assert svg.thin(points[:10]) == points[:10]
+
+
+def test_a_long_sparkline_stays_light():
+    style = svg.Style("#0072B2")
+
+    def spark(n: int, failed_at: int) -> str:
+        values = [None if i == failed_at else float(i % 7) for i in range(n)]
+        return svg.sparkline(
+            values,
+            titles=[f"entry {i}" for i in range(n)],
+            failed=[i == failed_at for i in range(n)],
+            changes=[n // 2],
+            style=style,
+        )
+
+    short, long = spark(10, 3), spark(120, 30)
+    assert short.count("<title>") == 1 + 10  # the line's span, and every entry
+    assert long.count("<title>") == 1 + 2  # the span, the version change and this run's entry
+    assert long.count('class="version"') == 1 and 'class="marker" d="M' in long  # the run that stopped: a cross
+    assert 'data-points="119"' in long and len(long) < 2500

@@ -33,7 +33,7 @@ TORCH = svg.Style(BLUE, "", "circle")
 BURN = svg.Style(VERMILLION, "7 3", "square")
 # The other run of a pair within one framework (burn's fix against burn's detach).
 TORCH_ALT = svg.Style(PURPLE, "2 2", "triangle")
-BURN_ALT = svg.Style(GREEN, "9 3 2 3", "diamond")
+BURN_ALT = svg.Style(GREEN, "2 2.5", "diamond")
 
 # The full plots: one colour and marker per mode, the dash per framework.
 MODE_COLORS = (BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, BLACK)

@@ -123,7 +123,7 @@ def _pair_panels(report: Report, case: str, machine: Machine, pairs: list[Pair])
     return (
         f'<h4>Step time, pair by pair ({e(machine.label)})</h4><div class="multiples">{"".join(steps_figs)}</div>'
         f'<p class="note">Wall time per training step ({thinned}); the panels share their axes. Torch: solid, blue, circles; burn: dashed, '
-        "vermillion, squares (a pair within one framework: its first run in green, dash-dot, diamonds). "
+        "vermillion, squares (a pair within one framework: its first run in green, dotted, diamonds). "
         "A cross on the axis: where a run stopped.</p>"
         f'<h4>Memory growth since the end of warm-up ({e(machine.label)})</h4><div class="multiples">{"".join(growth_figs)}</div>'
         f'<p class="note">Resident set size minus its value at the end of warm-up (step {end}; the panels share their axes), so that the '

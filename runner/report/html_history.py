@@ -16,7 +16,7 @@ from .model import Report
 from .trend import RunKey, RunNumbers, Snapshot, version_changes
 from .upgrades import UpgradeCheck
 
-ENTRY_ROWS = 30  # snapshots in the table of every entry (newest)
+ENTRY_ROWS = 10  # snapshots in the table of every entry (newest)
 
 METRICS: list[tuple[str, Callable[[RunNumbers], float | None], str]] = [
     ("slowdown ratio", lambda n: n.ratio, ".2f"),
@@ -81,8 +81,11 @@ def _machine(report: Report, machine: Machine, line: list[Snapshot]) -> str:
             numbers = [get(v) if v is not None else None for v in values]
             titles = [f"{s.date} burn {s.burn}: {name} {fmt(x, spec)}" for s, x in zip(line, numbers)]
             failed = [v is not None and v.outcome != "ok" and get(v) is None for v in values]
-            spark = svg.sparkline(numbers, titles=titles, failed=failed, changes=changes, style=style)
             latest = numbers[current]
+            if all(x is None for x in numbers):
+                row.append(num("-"))  # never a number (a run that always stops early): the outcome says why
+                continue
+            spark = svg.sparkline(numbers, titles=titles, failed=failed, changes=changes, style=style)
             row.append(
                 f'<td class="num" data-sort="{"" if latest is None else f"{latest:.6g}"}">'
                 f'<div class="sparkcell">{spark}<span>{e(fmt(latest, spec))}</span></div></td>'

@@ -26,6 +26,7 @@ from html import escape
 LOG_SPAN = 10.0
 MAX_POINTS = 500
 MARKERS_PER_SERIES = 6
+MARKED_SPARK = 30  # a sparkline this long or shorter marks (and titles) every point
 
 
 @dataclass(frozen=True)
@@ -350,8 +351,9 @@ def sparkline(
     height: int = 34,
 ) -> str:
     """One number across the history entries (oldest left): a line through the
-    known values, a marker on each (its title names the entry), a cross at the
-    bottom for a run that did not finish, and a dotted rule where burn's
+    known values, a marker on each (its title names the entry; beyond
+    `MARKED_SPARK` entries only on the last and at version changes), a cross
+    at the bottom for a run that did not finish, and a dotted rule where burn's
     version changed (`changes`: the indexes of the first entry of a new version)."""
     n = len(values)
     pad = 5.0
@@ -366,9 +368,10 @@ def sparkline(
     def py(v: float) -> float:
         return height - pad - 2 - (v - lo) / (hi - lo) * (height - 2 * pad - 4)
 
+    span = f"{titles[0]} … {titles[-1]}" if n > 1 else (titles[0] if titles else "")
     out = [
         f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" data-points="{len(known)}">'
+        f'width="{width}" height="{height}" role="img" data-points="{len(known)}"><title>{escape(span)}</title>'
     ]
     for i in changes:
         x = (px(i - 1) + px(i)) / 2
@@ -389,13 +392,25 @@ def sparkline(
             out.append(
                 f'<polyline points="{" ".join(seg)}" fill="none" stroke="{style.color}" stroke-width="1.4"{dash}/>'
             )
+    marked = n <= MARKED_SPARK
+    crosses = []
     for i, (v, t, bad) in enumerate(zip(values, titles, failed)):
         cls = "marker last" if i == n - 1 else "marker"
+        if bad and not marked and i != n - 1:
+            x, y, r = px(i), height - pad, 2.5
+            crosses.append(
+                f"M{x - r:.1f} {y - r:.1f}L{x + r:.1f} {y + r:.1f}M{x - r:.1f} {y + r:.1f}L{x + r:.1f} {y - r:.1f}"
+            )
+            continue
+        if not marked and i != n - 1 and i not in changes:
+            continue  # a long history: the line alone, so the page stays light
         if bad:
             out.append(f"<g><title>{escape(t)}</title>{marker('cross', px(i), height - pad, '#000', 3.0, cls)}</g>")
         elif v is not None:
             r = 3.0 if i == n - 1 else 2.0
             out.append(f"<g><title>{escape(t)}</title>{marker(style.marker, px(i), py(v), style.color, r, cls)}</g>")
+    if crosses:
+        out.append(f'<path class="marker" d="{"".join(crosses)}" stroke="#000" stroke-width="1.5" fill="none"/>')
     out.append("</svg>")
     return "".join(out)
 
