@@ -221,3 +221,22 @@ def test_a_program_case_details_show_code_and_observations_side_by_side(program)
     assert "[0.25, -1, 1.75, 0.5, ...]" in details
     assert "burn/no_grad: unsupported (burn has no no_grad scope; use without_autodiff)" in details
     assert '<svg class="plot"' not in details  # no timed loop: nothing to plot
+
+
+def test_text_from_a_results_file_stays_text(tmp_path):
+    """TEST fixture: case text and a panic message carrying markup."""
+    doc = with_case_info(load(SAMPLE_2))
+    doc["cases"][0]["about"]["title"] = "<script>alert(1)</script> title"
+    doc["cases"][0]["about"]["fix"] = "use `<img src=x onerror=alert(2)>`"
+    doc["provenance"]["machine"] = "x86_64<b>"
+    panic = next(r for r in doc["runs"] if r["outcome"] == "panic")
+    panic["panic"]["message"] = "graph tape has already been consumed <iframe src=javascript:alert(3)>"
+    path = save(tmp_path / "markup.json", doc)
+    report("--from-results", path, "--out", tmp_path / "out", "--upgrades")
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<script>alert" not in html and "<img src=x" not in html and "<iframe" not in html
+    assert "x86_64<b>" not in html and "x86_64&lt;b&gt;" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; title" in html
+    assert "<code>&lt;img src=x onerror=alert(2)&gt;</code>" in html
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "<script" not in md and "<img" not in md and "<iframe" not in md

@@ -55,7 +55,7 @@ def _difference(diff: Difference) -> list[str]:
     if diff.documented:
         out += [f"- **PyTorch:** {_cell(diff.torch)}", f"- **burn:** {_cell(diff.burn)}"]
     shown = next((ev.machine for ev in diff.evidence if ev.ran), "")
-    out.append(f"- **Evidence** (`{shown}`):" if shown else "- **Evidence:** not run")
+    out.append(f"- **Evidence** (`{_cell(shown)}`):" if shown else "- **Evidence:** not run")
     out += [_pair_line(ev) for ev in diff.evidence]
     out.append(f"- **Fix:** {_cell(diff.fix)}" if diff.fix else "- **Fix:** none declared")
     seen = "; ".join(f"burn {s.burn}: {s.text()}" for s in diff.sightings) or "no run with its pair verdicts"
