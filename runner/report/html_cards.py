@@ -56,7 +56,7 @@ def _evidence_rows(ev: PairEvidence) -> list[str]:
 
 def _evidence(diff: Difference, machines: int) -> str:
     shown = next((ev.machine for ev in diff.evidence if ev.ran), "")
-    where = f" ({e(shown)}{f'; claims checked on all {machines} machines' if machines > 1 else ''})" if shown else ""
+    where = f" ({e(shown)}{f'; claims checked on {machines} machines' if machines > 1 else ''})" if shown else ""
     rows = [r for ev in diff.evidence for r in _evidence_rows(ev)]
     return (
         f'<p class="label">Evidence from this run{where}</p>'
