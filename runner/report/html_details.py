@@ -31,7 +31,8 @@ def rss_points(run: RunRecord) -> list[tuple[float, float]]:
 
 def warmup_end(run: RunRecord) -> int:
     """The last warm-up step: the step before the reference window."""
-    return run.metrics.reference_window[0] - 1
+    window = run.metrics.reference_window
+    return window[0] - 1 if window is not None else 0
 
 
 def growth_points(run: RunRecord) -> list[tuple[float, float]]:
@@ -58,7 +59,7 @@ def stop_step(run: RunRecord) -> float | None:
 
 
 def _planned(runs: list[RunRecord]) -> float:
-    return float(max(max(r.metrics.last_window[1], len(r.step_ms)) for r in runs))
+    return float(max(max(r.metrics.last_window[1] if r.metrics.last_window else 0, len(r.step_ms)) for r in runs))
 
 
 def _pair_panels(report: Report, case: str, machine: Machine, pairs: list[Pair]) -> str:
