@@ -156,7 +156,7 @@ def summarize(value: Any, limit: int = 60) -> str:
 
 def _stopped(run: RunRecord) -> str:
     """What a run that did not finish said: panic, failure, error or crash."""
-    if run.panic is not None:
+    if run.panic is not None and run.failure is None:
         return f"{run.framework}/{run.mode} panicked at step {run.panic.step}: {short(run.panic.message, PANIC_LIMIT)}"
     if run.failure is not None:
         f = run.failure
