@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..argtypes import path, positive_int
+from ..argtypes import nonempty, path, positive_int
 from ..atomic import write_text
 from ..engine import preflight
-from ..errors import BadInput
+from ..errors import BadInput, Infrastructure
 from ..frameworks import adapter_for
 from ..paths import CASES_DIR
 from ..results import now, provenance
@@ -61,6 +61,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="where new divergences are written as case files (default cases/found/)",
     )
     parser.add_argument("--timeout", type=float, default=30.0, metavar="S", help="per-program timeout (default 30 s)")
+    parser.add_argument(
+        "--max-programs",
+        type=positive_int,
+        metavar="N",
+        help="stop after N programs (with --seed: the same programs every time)",
+    )
+    parser.add_argument(
+        "--burn",
+        type=nonempty,
+        metavar="VERSION|latest|PATH",
+        help="fuzz another burn release (its probe is built as upgrade-check builds it); "
+        "default: the installed probe (the pinned release)",
+    )
 
 
 def _say(text: str) -> None:
@@ -101,13 +114,25 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--out {args.out}: is a file, expected a folder")
     if args.found.exists() and not args.found.is_dir():
         raise BadInput(f"--found {args.found}: is a file, expected a folder")
-    for fw in ("torch", "burn"):
-        adapter = adapter_for("program", fw)
-        del adapter
     preflight([], None)
+    env: dict[str, str] = {}
+    burn_label = "installed probe"
+    if args.burn:
+        from ..upgrade import build as probe_build
+        from ..upgrade import sources
+
+        source = sources.resolve(sources.parse(args.burn, "--burn"))
+        built = probe_build.build(source, _say)
+        if not built.ok or built.probe is None:
+            raise Infrastructure(
+                f"--burn {args.burn}: the probe does not build against burn {source.label}: "
+                + "; ".join(built.errors[:3])
+            )
+        env[adapter_for("program", "burn").override_env or "RUNNER_PROBE_PATH"] = built.probe
+        burn_label = f"burn {source.label} ({built.probe})"
     started = now()
     written: list[dict[str, Any]] = []
-    with WorkerPool(timeout_s=args.timeout) as pool:
+    with WorkerPool(timeout_s=args.timeout, env=env) as pool:
 
         def on_found(found: Found) -> None:
             runs = pool.run_pair(_program(found))
@@ -134,10 +159,14 @@ def run(args: argparse.Namespace) -> int:
             )
 
         campaign = Campaign(pool, seed=args.seed, max_ops=args.max_ops, on_found=on_found, progress=progress)
-        _say(f"fuzz: seed {args.seed}, budget {args.budget:g} s, at most {args.max_ops} operations per program")
-        stats = campaign.run(args.budget)
+        _say(
+            f"fuzz: seed {args.seed}, budget {args.budget:g} s, at most {args.max_ops} operations per program, "
+            f"burn: {burn_label}"
+        )
+        stats = campaign.run(args.budget, args.max_programs)
     doc = summary(stats, campaign, written, args.seed, args.budget)
     doc["provenance"] = provenance(started, now()).model_dump(mode="json")
+    doc["burn"] = burn_label
     write_text(args.out / "fuzz.json", json.dumps(doc, indent=1) + "\n")
     print(render(doc))
     print(f"written: {args.out / 'fuzz.json'}")

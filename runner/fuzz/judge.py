@@ -21,6 +21,10 @@ Filters (each counted, so a campaign says what it left out):
 - `kink`: the directional derivative jumps between the neighbours x +- 1e-4 v
   (relu or abs at 0, ...): the gradient is not defined there, not compared, as
   ∇Fuzz does;
+- `chaotic`: in a program that trains (an optimizer step, a loop), a value
+  that also differs between torch and torch started from parameters nudged by
+  one part in 1e6: the dynamics amplify float32 noise (a parameter oscillating
+  at the kink of abs, say), so the difference says nothing about burn;
 - `amplified`: a parameter after an optimizer step differs although its
   gradient before the step agreed and was tiny (< 1e-4): Adam turns float32
   noise in a near-zero gradient into a full step;

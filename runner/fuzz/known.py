@@ -44,12 +44,23 @@ def _params(program: Program) -> set[str]:
 
 
 def _descendants(program: Program, roots: set[str]) -> set[str]:
-    """The names computed from `roots` (rebinding follows program order)."""
+    """The names computed from `roots`, to a fixpoint (a loop carries names into its next iteration)."""
     found = set(roots)
+    stmts = _stmts(program)
+    while True:
+        grown = found | {s["out"] for s in stmts if s.get("out") and any(a in found for a in s.get("args", []))}
+        if grown == found:
+            return found
+        found = grown
+
+
+def _param_aliases(program: Program) -> set[str]:
+    """Params, and what burn treats as the same node: their clones (and clones of those)."""
+    aliases = set(_params(program))
     for s in _stmts(program):
-        if s.get("out") and any(a in found for a in s.get("args", [])):
-            found.add(s["out"])
-    return found
+        if s["op"] == "clone" and s["args"] and s["args"][0] in aliases and s.get("out"):
+            aliases.add(s["out"])
+    return aliases
 
 
 def _label_tensor(program: Program, label: str | None) -> str | None:
@@ -60,7 +71,7 @@ def _label_tensor(program: Program, label: str | None) -> str | None:
 
 
 def _detached_params(program: Program) -> set[str]:
-    params = _params(program)
+    params = _param_aliases(program)
     return {s["out"] for s in _stmts(program) if s["op"] == "detach" and s["args"][0] in params and s.get("out")}
 
 

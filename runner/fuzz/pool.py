@@ -31,15 +31,15 @@ STDERR_TAIL = 2000
 
 
 class _Worker:
-    def __init__(self, framework: str) -> None:
+    def __init__(self, framework: str, command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
         self.framework = framework
         self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.fuzz.worker", framework],
+            command or [sys.executable, "-m", "runner.fuzz.worker", framework],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
-            env=_worker_env(),
+            env={**_worker_env(), **(env or {})},
             cwd=PROJECT_ROOT,
             start_new_session=True,
             text=True,
@@ -104,8 +104,15 @@ def _failure(outcome: str, message: str) -> Result:
 
 
 class WorkerPool:
-    def __init__(self, timeout_s: float = 30.0) -> None:
+    """`commands` replaces a framework's worker command (tests stand in workers that crash or
+    hang); `env` is added to every worker's environment (which probe build to load)."""
+
+    def __init__(
+        self, timeout_s: float = 30.0, commands: dict[str, list[str]] | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.timeout_s = timeout_s
+        self.commands = commands or {}
+        self.env = env or {}
         self.workers: dict[str, _Worker] = {}
         self.crashes = 0
         self.timeouts = 0
@@ -113,7 +120,7 @@ class WorkerPool:
     def _worker(self, framework: str) -> _Worker:
         worker = self.workers.get(framework)
         if worker is None or worker.proc.poll() is not None:
-            worker = self.workers[framework] = _Worker(framework)
+            worker = self.workers[framework] = _Worker(framework, self.commands.get(framework), self.env)
         return worker
 
     def _drop(self, framework: str) -> None:
@@ -122,12 +129,16 @@ class WorkerPool:
             worker.kill()
 
     def _read(self, worker: _Worker, deadline: float) -> Result | None:
-        """The next answer, or None if the worker died or the deadline passed."""
+        """The next answer, or None if the worker died (then it is reaped) or the deadline passed."""
         try:
             line = worker.answers.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             return None
-        if line is None:
+        if line is None:  # end of its output: it died; wait for its status
+            try:
+                worker.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
             return None
         answer: Result = json.loads(line)
         return answer
