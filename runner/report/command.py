@@ -28,7 +28,7 @@ from ..errors import BadInput
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
 from ..results import bundle, dump, load_results
-from . import browser, html_page, markdown, trend, upgrades
+from . import browser, fuzzing, html_page, markdown, trend, upgrades
 from .changes import changes
 from .differences import differences
 from .history import History
@@ -75,6 +75,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="upgrade-check output folders (or their upgrade.json): the burn versions each "
         f"difference was seen on, and the history view (default: {upgrades.DEFAULT_GLOB}; "
         "the option alone: none). Unreadable ones are listed on the page and left out",
+    )
+    parser.add_argument(
+        "--fuzz",
+        type=path,
+        metavar="FILE",
+        help=f"the fuzz summary to show (default: {fuzzing.DEFAULT} when it exists)",
     )
     parser.add_argument(
         "--screenshots",
@@ -125,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     upgrade_paths = upgrades.default_paths() if args.upgrades is None else args.upgrades
     inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args.cases)
     report = build(inputs, history, upgrade_paths)
+    report.fuzz = fuzzing.read(args.fuzz if args.fuzz is not None else fuzzing.DEFAULT)
     page, summary = html_page.render(report), markdown.render(report)
     results = bundle([m.doc for m in report.machines])
 

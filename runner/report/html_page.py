@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..fmt import fmt, observed_text
 from ..model.results import CaseInfo
-from . import html_cards, html_details, html_history
+from . import fuzzing, html_cards, html_details, html_history
 from .differences import slug
 from .html_base import CSS, SCRIPT, e, table, verdict
 from .model import RSS_NOTE, Report, previous_text
@@ -138,6 +138,7 @@ def render(report: Report) -> str:
         html_cards.failing(report),
         _changes(report),
         html_history.section(report),
+        fuzzing.html(report.fuzz),
     ]
     parts += [html_details.section(report, case, infos.get(case)) for case in report.cases()]
     parts += [_expectations(report), "</main>", _footer(report), f"<script>{SCRIPT}</script>", "</body></html>\n"]

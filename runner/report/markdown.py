@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ..fmt import fmt, observed_text, outcome_text, short
+from . import fuzzing
 from .changes import expectation_name
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
 from .model import RSS_NOTE, Report, claim_text, previous_text
@@ -80,6 +81,8 @@ def render(report: Report) -> str:
         out += ["", "No case of this report claims a difference between PyTorch and burn."]
     for diff in report.differences:
         out += _difference(diff)
+
+    out += fuzzing.markdown(report.fuzz)
 
     out += ["", "## Expectations", ""]
     out += _table(

@@ -13,6 +13,7 @@ from ..fmt import fmt, outcome_text
 from ..model.case import RunRef
 from ..model.results import Provenance, RunRecord, Verdict
 from .changes import Change
+from .fuzzing import FuzzSummary
 from .history import Entry
 from .machines import Machine
 
@@ -68,6 +69,7 @@ class Report:
     history: HistoryView | None = None
     upgrades: list[UpgradeCheck] = field(default_factory=list)
     unreadable_upgrades: list[Unreadable] = field(default_factory=list)
+    fuzz: FuzzSummary | None = None
 
     @property
     def failed(self) -> int:
