@@ -58,11 +58,29 @@ def test_generated_programs_are_valid_round_trip_and_cover_the_operations():
 
 
 def run(framework: str, observations: list[dict], outcome: str = "ok", step_ms: list[float] | None = None) -> RawRun:
-    obs = [{"label": o["label"], "tensor": o["label"], "op_index": 0, "shape": [len(o["values"])],
-            "values": o["values"], "grad": o.get("grad"),
-            "flags": {"tracked": o.get("tracked", False), "requires_grad": False}} for o in observations]
-    return from_data(RawRun, {"case": "t", "framework": framework, "mode": "m", "outcome": outcome,
-                              "observations": obs, "step_ms": step_ms or []})
+    obs = [
+        {
+            "label": o["label"],
+            "tensor": o["label"],
+            "op_index": 0,
+            "shape": [len(o["values"])],
+            "values": o["values"],
+            "grad": o.get("grad"),
+            "flags": {"tracked": o.get("tracked", False), "requires_grad": False},
+        }
+        for o in observations
+    ]
+    return from_data(
+        RawRun,
+        {
+            "case": "t",
+            "framework": framework,
+            "mode": "m",
+            "outcome": outcome,
+            "observations": obs,
+            "step_ms": step_ms or [],
+        },
+    )
 
 
 def test_a_value_beyond_the_tolerance_is_a_divergence_and_float32_noise_is_not():
@@ -90,7 +108,9 @@ def test_accumulation_order_is_filtered_when_both_sides_are_close_to_float64():
 
 def test_overflow_is_filtered():
     ref = run("torch", [{"label": "y", "values": [1e35]}])
-    verdict = compare(run("torch", [{"label": "y", "values": [3e38]}]), run("burn", [{"label": "y", "values": [2e38]}]), ref)
+    verdict = compare(
+        run("torch", [{"label": "y", "values": [3e38]}]), run("burn", [{"label": "y", "values": [2e38]}]), ref
+    )
     assert verdict.divergences == [] and verdict.filtered == {"overflow": 1}
 
 
@@ -118,7 +138,7 @@ KNOWN_PROGRAMS = {
     "detach-param-keeps-tracking": "p = param(2, 2)\nd = detach(p)\ny = d * 2.0\nloss = sum(p * p)\nbackward(loss)\nobserve(y)",
     "consumed-tape-panic": "p = param(2)\nloss = sum(exp(p))\nbackward(loss)\nbackward(loss)\nobserve(p)",
     "non-leaf-require-grad-panic": "p = param(2)\nh = exp(p)\nrequire_grad(h)\nloss = sum(h)\nbackward(loss)\nobserve(h)",
-    "step-consumes-gradients": "p = param(2)\nopt = sgd(lr=0.1)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(p, \"p after step\")",
+    "step-consumes-gradients": 'p = param(2)\nopt = sgd(lr=0.1)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(p, "p after step")',
     "view-of-param-follows-the-step": "p = param(2)\nopt = sgd(lr=0.1)\ns = detach(p)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(s)",
     "clone-of-param-is-the-param": "p = param(2)\nc = clone(p)\nloss = sum(c * c)\nbackward(loss)\nobserve(c)",
 }
@@ -153,7 +173,8 @@ def test_every_registered_difference_names_its_catalogue_case():
 def fake_worker(tmp_path: Path, body: str) -> list[str]:
     """A stand-in fuzz worker: the real torch interpreter, with `body` run on each request first."""
     script = tmp_path / "fake_fuzz_worker.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import json, os, signal, sys, time
         sys.path.insert(0, {root!r})
         import torch
@@ -164,10 +185,13 @@ def fake_worker(tmp_path: Path, body: str) -> list[str]:
             request = json.loads(line)
             program = request["program"]
             ops = json.dumps(program["body"])
-    """).format(root=str(ROOT)) + textwrap.indent(textwrap.dedent(body), "    ") + (
-        "    result = torch_interp.run(program)\n"
-        '    out.write(json.dumps({"id": request["id"], "result": result}) + "\\n")\n'
-    ))
+    """).format(root=str(ROOT))
+        + textwrap.indent(textwrap.dedent(body), "    ")
+        + (
+            "    result = torch_interp.run(program)\n"
+            '    out.write(json.dumps({"id": request["id"], "result": result}) + "\\n")\n'
+        )
+    )
     return [sys.executable, str(script)]
 
 
@@ -176,10 +200,13 @@ def _program(source: str) -> dict:
 
 
 def test_a_crash_in_a_batch_names_the_culprit_and_loses_nothing(tmp_path):
-    worker = fake_worker(tmp_path, """
+    worker = fake_worker(
+        tmp_path,
+        """
         if '"tanh"' in ops:
             os.kill(os.getpid(), signal.SIGSEGV)
-    """)
+    """,
+    )
     programs_ = [_program(f"p = param(2)\ny = {op}(p)\nobserve(y)") for op in ("exp", "relu", "tanh", "abs", "neg")]
     with WorkerPool(timeout_s=30, commands={"burn": worker}) as p:
         results = p.run_batch("burn", programs_)
@@ -189,13 +216,18 @@ def test_a_crash_in_a_batch_names_the_culprit_and_loses_nothing(tmp_path):
 
 
 def test_a_hang_is_a_timeout_and_the_next_program_still_runs(tmp_path):
-    worker = fake_worker(tmp_path, """
+    worker = fake_worker(
+        tmp_path,
+        """
         if '"sigmoid"' in ops:
             time.sleep(600)
-    """)
+    """,
+    )
     with WorkerPool(timeout_s=10, commands={"burn": worker}) as p:
-        results = p.run_batch("burn", [_program("p = param(2)\ny = sigmoid(p)\nobserve(y)"),
-                                       _program("p = param(2)\ny = exp(p)\nobserve(y)")])
+        results = p.run_batch(
+            "burn",
+            [_program("p = param(2)\ny = sigmoid(p)\nobserve(y)"), _program("p = param(2)\ny = exp(p)\nobserve(y)")],
+        )
         assert [r["outcome"] for r in results] == ["timeout", "ok"]
 
 
@@ -203,9 +235,12 @@ def test_a_hang_is_a_timeout_and_the_next_program_still_runs(tmp_path):
 def test_a_planted_bug_is_found_shrunk_and_written_with_a_reproducer(tmp_path):
     """A stand-in 'burn' whose sigmoid is 1% off: the fuzzer must find it, shrink the program to a
     handful of statements around sigmoid, and write a case file that loads."""
-    worker = fake_worker(tmp_path, """
+    worker = fake_worker(
+        tmp_path,
+        """
         torch.sigmoid = (lambda real: (lambda t: real(t) * 1.01))(torch.sigmoid)
-    """)
+    """,
+    )
     found = []
     with WorkerPool(timeout_s=60, commands={"burn": worker}) as p:
         campaign = Campaign(p, seed=3, on_found=found.append)
@@ -242,5 +277,7 @@ def test_a_short_seeded_campaign_runs_and_reports(pool, tmp_path):
 
 
 def test_signature_is_class_and_operation_sequence():
-    p = syntax.parse("p = param(2)\nopt = sgd(lr=0.1)\ny = exp(p)\nloss = sum(y)\nbackward(loss)\nobserve(y)", where="t")
+    p = syntax.parse(
+        "p = param(2)\nopt = sgd(lr=0.1)\ny = exp(p)\nloss = sum(y)\nbackward(loss)\nobserve(y)", where="t"
+    )
     assert signature(Divergence("values", "y", {}), p) == "values:exp-sum-backward"
