@@ -371,18 +371,21 @@ def test_the_sketch_is_the_code_without_data_or_printing():
 
 
 def test_write_reproducer_writes_a_crate_with_a_readme(tmp_path):
-    paths = write_reproducer(sample_program("backward-twice-panics"), tmp_path, "found_0001")
-    crate = tmp_path / "found_0001"
+    crate = tmp_path / "found" / "rust"
+    paths = write_reproducer(sample_program("backward-twice-panics"), crate, "found_0001")
     assert sorted(p.relative_to(crate).as_posix() for p in paths) == ["Cargo.toml", "README.md", "src/main.rs"]
     assert "cargo run --release" in (crate / "README.md").read_text()
     assert 'name = "found-0001"' in (crate / "Cargo.toml").read_text()
+    with pytest.raises(ValueError, match="no_grad"):
+        write_reproducer(program("a = param(2)\nwith no_grad():\n    b = a * 2.0\n"), tmp_path / "no", "x")
+    assert not (tmp_path / "no").exists()
 
 
 def test_write_workspace_makes_members_of_programs_and_of_written_crates(tmp_path):
-    write_reproducer(sample_program("log-of-negative"), tmp_path / "found", "case_7")
+    write_reproducer(sample_program("log-of-negative"), tmp_path / "found" / "rust", "case_7")
     names = write_workspace(
         tmp_path / "ws",
-        {"first": sample_program("grad-none-error"), "case_7": tmp_path / "found" / "case_7"},
+        {"first": sample_program("grad-none-error"), "case_7": tmp_path / "found" / "rust"},
         lockfile=PROJECT_ROOT / "Cargo.lock",
     )
     assert names == ["first", "case-7"]

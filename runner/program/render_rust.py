@@ -32,7 +32,8 @@ An operation burn lacks (`no_grad`, `retain_grad`, `backward(retain_graph=True)`
 of two tensors of unequal ranks) makes `render` raise `ValueError` naming it.
 
 `write_reproducer` writes one crate (with a README line); `write_workspace` lays out many
-reproducers as members of one cargo workspace so that they share one compiled burn.
+reproducers (programs, or crates `write_reproducer` wrote) as members of one cargo workspace so
+that they share one compiled burn; `read_run` parses what a reproducer printed.
 """
 
 from __future__ import annotations
@@ -317,6 +318,13 @@ class _Ctx:
 
 
 # ---- formatting --------------------------------------------------------------------------------
+
+
+def _num(attrs: Mapping[str, Any], key: str, default: float | None = None) -> float:
+    """A number attribute (validated IR: an int or a float)."""
+    value = attrs.get(key, default)
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), (key, value)
+    return float(value)
 
 
 def _f64(value: float) -> str:
@@ -675,8 +683,12 @@ class _Gen:
     # statements
 
     def block(self, stmts: Sequence[Stmt], state: _State, depth: int, ctx: _Ctx) -> None:
+        # later[i]: a backward runs after statement i in this Rust scope
+        later = [ctx.tail_backward] * (len(stmts) + 1)
+        for i in range(len(stmts) - 1, -1, -1):
+            later[i] = later[i + 1] or any(s.op == "backward" for s in _walk(stmts[i + 1 : i + 2]))
         for i, st in enumerate(stmts):
-            tail = ctx.tail_backward or any(s.op == "backward" for s in _walk(stmts[i + 1 :]))
+            tail = later[i]
             if st.op == "repeat":
                 self.repeat(st, state, depth, ctx, tail)
             else:
@@ -753,7 +765,7 @@ class _Gen:
         if op in _UNARY_METHOD:
             return f"{a}.{_UNARY_METHOD[op]}", ta
         if op == "add_scalar_":
-            return f"{a}.add_scalar({_f64(float(at['scalar']))})", ta  # type: ignore[arg-type]
+            return f"{a}.add_scalar({_f64(_num(at, 'scalar'))})", ta
         if op == "clone":
             return a, ta
         if op == "transpose":
@@ -766,9 +778,9 @@ class _Gen:
         if op in ("sum", "mean"):
             return f"{a}.{op}()", _Ty(1)
         if op == "add_scalar":
-            return f"{a}.add_scalar({_f64(float(at['scalar']))})", ta  # type: ignore[arg-type]
+            return f"{a}.add_scalar({_f64(_num(at, 'scalar'))})", ta
         if op == "mul_scalar":
-            return f"{a}.mul_scalar({_f64(float(at['scalar']))})", ta  # type: ignore[arg-type]
+            return f"{a}.mul_scalar({_f64(_num(at, 'scalar'))})", ta
         if op == "powi":
             return f"{a}.powi_scalar({at['exponent']})", ta
         if op == "sum_dim":
@@ -800,7 +812,7 @@ class _Gen:
         model = self.read_decl(self.model)
         self.set_mut(self.model)
         if st.op == "add_scalar_":
-            change = f"map(|t| t.add_scalar({_f64(float(st.attrs['scalar']))}))"  # type: ignore[arg-type]
+            change = f"map(|t| t.add_scalar({_f64(_num(st.attrs, 'scalar'))}))"
         else:
             change = f"set_require_grad({'true' if st.op == 'require_grad' else 'false'})"
         if t.module is not None and name.endswith(".bias"):
@@ -816,20 +828,20 @@ class _Gen:
     def optimizer(self, st: Stmt, state: _State, depth: int, ctx: _Ctx) -> None:
         at = st.attrs
         assert st.out is not None
-        lr = float(at["lr"])  # type: ignore[arg-type]
+        lr = _num(at, "lr")
         if st.op == "sgd":
             self.use("SgdConfig")
             parts = ["SgdConfig::new()"]
-            momentum = float(at.get("momentum", 0.0))  # type: ignore[arg-type]
+            momentum = _num(at, "momentum", 0.0)
             if momentum != 0.0:
                 self.use("MomentumConfig")
                 m = f"MomentumConfig::new().with_momentum({_f64(momentum)})"
                 if "dampening" in at:
-                    m += f".with_dampening({_f64(float(at['dampening']))})"  # type: ignore[arg-type]
+                    m += f".with_dampening({_f64(_num(at, 'dampening'))})"
                 if "nesterov" in at:
                     m += f".with_nesterov({'true' if at['nesterov'] else 'false'})"
                 parts.append(f".with_momentum(Some({m}))")
-            wd = float(at.get("weight_decay", 0.0))  # type: ignore[arg-type]
+            wd = _num(at, "weight_decay", 0.0)
             if wd != 0.0:
                 self.use("WeightDecayConfig")
                 parts.append(f".with_weight_decay(Some(WeightDecayConfig::new({_f32(wd)})))")
@@ -838,8 +850,8 @@ class _Gen:
             parts = ["AdamConfig::new()"]
             for key, method in (("beta1", "with_beta_1"), ("beta2", "with_beta_2"), ("eps", "with_epsilon")):
                 if key in at:
-                    parts.append(f".{method}({_f32(float(at[key]))})")  # type: ignore[arg-type]
-            wd = float(at.get("weight_decay", 0.0))  # type: ignore[arg-type]
+                    parts.append(f".{method}({_f32(_num(at, key))})")
+            wd = _num(at, "weight_decay", 0.0)
             if wd != 0.0:
                 self.use("WeightDecayConfig")
                 parts.append(f".with_weight_decay(Some(WeightDecayConfig::new({_f32(wd)})))")
@@ -1022,8 +1034,9 @@ class _Gen:
         while done < count:
             first = done + 1
             # try the rest as one loop: every carried value must keep its type across iterations
-            if self.loop_fits(st, state, carried_names, ctx, timed, first):
-                self.emit_loop(st, state, depth, ctx, carried_names, timed, first, count)
+            trial = self.loop_fits(st, state, carried_names, ctx, timed)
+            if trial is not None:
+                self.emit_loop(st, state, trial, depth, ctx, carried_names, timed, first, count)
                 return
             if done >= MAX_PEELED:
                 raise ValueError(
@@ -1053,9 +1066,9 @@ class _Gen:
             if name in state.vars:
                 state.vars[name].value = False
 
-    def loop_fits(
-        self, st: Stmt, state: _State, carried_names: Sequence[str], ctx: _Ctx, timed: bool, first: int
-    ) -> bool:
+    def loop_fits(self, st: Stmt, state: _State, carried_names: Sequence[str], ctx: _Ctx, timed: bool) -> _State | None:
+        """The state after one iteration from `state` (a dry run), if every carried value keeps its
+        type (rank, layout, gradients held) across it; None if not."""
         trial = state.copy()
         frame: dict[str, _Binding] = {}
         for name in carried_names:
@@ -1074,15 +1087,16 @@ class _Gen:
             before, after = state.signature(name), trial.signature(name)
             if name in state.opts or name in trial.opts or name == _HELD:
                 if before != after:
-                    return False
+                    return None
             elif before is not None and before != after:
-                return False
-        return True
+                return None
+        return trial
 
     def emit_loop(
         self,
         st: Stmt,
         state: _State,
+        trial: _State,
         depth: int,
         ctx: _Ctx,
         carried_names: Sequence[str],
@@ -1090,15 +1104,9 @@ class _Gen:
         first: int,
         count: int,
     ) -> None:
+        """The rest of the loop as a Rust `for`; `trial`: the state after one iteration (its types)."""
         assert st.body is not None
         # the carried variables, declared before the loop
-        trial = state.copy()
-        self.dry += 1
-        try:
-            pre: dict[str, _Binding] = {n: b for n, b in trial.vars.items() if n in carried_names and b.value}
-            self.block(st.body, trial, 0, _Ctx(iteration="it", carried=(*ctx.carried, pre)))
-        finally:
-            self.dry -= 1
         frame: dict[str, _Binding] = {}
         for name in carried_names:
             if name == _HELD:
@@ -1603,11 +1611,13 @@ is printed by Rust with its message and location.
 def write_reproducer(
     program: Program | Mapping[str, Any], folder: Path, name: str, *, title: str | None = None
 ) -> list[Path]:
-    """Writes the reproducer crate into `folder / name` (package `name`, sanitized) with a README;
-    returns the files written. `ValueError` if burn lacks one of the program's operations."""
+    """Writes the reproducer crate into `folder` (created): `Cargo.toml` (package `name`, made a
+    valid cargo name), `src/main.rs` (and `src/data.rs` for larger tensors) and a README saying how
+    to run it. Returns the files written. `ValueError` if burn lacks one of the program's
+    operations (nothing is written then)."""
     files = render(program, title=title or name, name=package_name(name))
     files["README.md"] = README.format(title=title or name, version=BURN_VERSION)
-    root = Path(folder) / name
+    root = Path(folder)
     written = []
     for rel, text in files.items():
         path = root / rel
