@@ -217,6 +217,19 @@ observe(y)
     "p10-target-panics": (P10.format(loss="(out - x @ transpose(ema)) ** 2"), P10_SETTINGS),
     "backward-twice-panics": ("case:backward_twice", "plain"),
     "require-grad-nonleaf-panics": ("case:require_grad_nonleaf", "require"),
+    "panic-in-the-last-timed-iteration": (
+        """\
+x = input(2, 2)
+w = param(2, 2)
+c = sum(x)
+for i in range(1):
+    h = x @ w
+    observe(h)
+    b = reshape(c, [2, 2])
+    observe(b)
+""",
+        Settings(checkpoints=[1]),
+    ),
     "grad-none-error": ("w = param(2)\nx = input(2)\ny = w * x\ng = grad(w)\nobserve(g)\n", None),
     "log-of-negative": ("a = input(3, values=[-1, 0, 2])\nb = log(a)\nobserve(b)\n", None),
 }

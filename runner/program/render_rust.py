@@ -397,6 +397,9 @@ class _Gen:
                 )
         self.live = _liveness(program)
         self.timed = timed_loop(program.body)
+        self.timed_observes = self.timed is not None and any(s.op == "observe" for s in _walk(self.timed.body or []))
+        """The timed loop observes: observations carry their iteration, and the last iteration's
+        are printed when it ends."""
         self.modules = {m.name: m for m in program.modules}
         self.params: dict[str, TensorDecl] = {t.name: t for t in program.params()}
         self.lines: list[tuple[int, str]] = []
@@ -859,6 +862,9 @@ class _Gen:
         builder = "".join(parts)
         config = _OptConfig(st.op, lr, builder)
         note = f"lr {lr!r} is an argument of step in burn"
+        if not self.kept(st, "opt"):
+            self.put(depth, f"let _ = {builder};", st, note + "; never stepped before it is replaced")
+            return
         carried = self.carried_binding(ctx, st.out)
         if carried is not None:
             self.set_mut(carried.decl)
@@ -1015,7 +1021,7 @@ class _Gen:
         fn = "observe_transposed" if ty.transposed else "observe"
         self.use(fn)
         args = [_rust_str(label), _rust_str(name), str(st.index)]
-        if self.timed is not None:
+        if self.timed_observes:
             args.append(f"Some({ctx.iteration})" if ctx.iteration is not None else "None")
         args += [grad if grad is not None else "None", value, "true" if values else "false"]
         self.put(depth, f"{fn}({', '.join(args)});", st)
@@ -1044,7 +1050,11 @@ class _Gen:
                     f"for more than {MAX_PEELED} iterations; straight-line Rust cannot give them one type"
                 )
             # written out: one iteration in the enclosing scope
-            what = f"iteration {first} of the loop at line {st.line}, written out: its values' types change"
+            what = (
+                f"the only iteration of the loop at line {st.line}, written out"
+                if count == 1
+                else f"iteration {first} of the loop at line {st.line}, written out: its values' types change"
+            )
             if not self.sketch:
                 self.put(depth, f"// {what}")
             else:
@@ -1055,6 +1065,8 @@ class _Gen:
                 carried=ctx.carried,
             )
             self.block(st.body, state, depth, inner)
+            if timed and self.timed_observes and first == count and not self.sketch:
+                self.put(depth, "print_pending(true);", None, "the last iteration's observations, with their values")
             if timed:
                 self.checkpoint(state, depth, str(first), static=first)
             self.forget_locals(st, state, carried_names)
@@ -1169,6 +1181,8 @@ class _Gen:
         start = len(self.lines)
         inner = _Ctx(iteration=self.v(it) if timed else ctx.iteration, carried=(*ctx.carried, frame))
         self.block(st.body, state, depth + 1, inner)
+        if timed and self.timed_observes and not self.sketch:
+            self.put(depth + 1, "print_pending(true);", None, "the last iteration's observations, with their values")
         if timed:
             self.checkpoint(state, depth + 1, self.v(it), static=None)
             if any(self.v(it) in line for _, line in self.lines[start:]):
@@ -1286,8 +1300,9 @@ fn torch_values<const D: usize>(t: &Tensor<D>, transposed: bool) -> Vec<f32> {
 """
 
 _RECORD_TIMED = r"""
-/// One observation as a JSON line. Inside the timed loop (`iteration` is Some) it is recorded at
-/// the checkpoints only, with values and gradient at the loop's last iteration only.
+/// One observation, as a JSON line. `iteration`: inside the timed loop, where it is recorded at
+/// the checkpoints only, with values and gradient at the loop's last iteration only; there it is
+/// printed when the iteration ends, its values read then, as the runner reads them.
 fn record<const D: usize>(
     label: &str,
     tensor: &str,
@@ -1306,18 +1321,42 @@ fn record<const D: usize>(
     if transposed {
         shape.reverse();
     }
-    let values = with_values.then(|| torch_values(&t, transposed));
-    let grad = grad.filter(|_| with_values).map(|g| torch_values(&g, transposed));
-    let iteration = iteration.map_or("null".to_string(), |it| it.to_string());
-    println!(
-        "{{\"label\": {}, \"tensor\": {}, \"op_index\": {op_index}, \"iteration\": {iteration}, \"shape\": {shape:?}, \
-         \"values\": {}, \"grad\": {}, \"flags\": {}}}",
+    let head = format!(
+        "{{\"label\": {}, \"tensor\": {}, \"op_index\": {op_index}, \"iteration\": {}, \"shape\": {shape:?}",
         string_json(label),
         string_json(tensor),
-        floats_json(values),
-        floats_json(grad),
-        flags_json(&t),
+        iteration.map_or("null".to_string(), |it| it.to_string()),
     );
+    let flags = flags_json(&t);
+    // `read` is false when a panic ends the iteration before the values are read
+    let line = move |read: bool| {
+        let read = read && with_values;
+        let values = read.then(|| torch_values(&t, transposed));
+        let grad = grad.as_ref().filter(|_| read).map(|g| torch_values(g, transposed));
+        format!("{head}, \"values\": {}, \"grad\": {}, \"flags\": {flags}}}", floats_json(values), floats_json(grad))
+    };
+    if iteration == Some(LAST) {
+        PENDING.with(|pending| pending.borrow_mut().push(Box::new(line)));
+    } else {
+        println!("{}", line(true));
+    }
+}
+
+thread_local! {
+    /// The observations of the timed loop's last iteration, printed when it ends.
+    static PENDING: RefCell<Vec<Box<dyn Fn(bool) -> String>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The end of a timed iteration: the observations held back are printed, their values read now;
+/// `read` false (a panic ended the iteration): without values, as the runner records them.
+fn print_pending(read: bool) {
+    let pending = PENDING.with(|p| p.try_borrow_mut().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default());
+    for line in &pending {
+        println!("{}", line(read));
+    }
+    if !read {
+        std::mem::forget(pending); // inside the panic hook: no burn tensor is dropped there
+    }
 }
 """
 
@@ -1444,6 +1483,14 @@ def render(
     g = _Gen(p)
     state = _State()
     g.setup(state)
+    if g.timed_observes:
+        g.put(1, "// The timed loop's last iteration prints its observations when it ends (the runner reads")
+        g.put(1, "// their values then); a panic before prints them without values, then itself.")
+        g.put(1, "let report_panic = std::panic::take_hook();")
+        g.put(1, "std::panic::set_hook(Box::new(move |info| {")
+        g.put(2, "print_pending(false);")
+        g.put(2, "report_panic(info);")
+        g.put(1, "}));")
     g.block(p.body, state, 1, _Ctx())
     if g.model_unread:
         g.put(
@@ -1472,6 +1519,8 @@ def render(
         imports.append("use burn::tensor::activation;")
     tensor_items = ["Device", "Tensor"] + (["TensorData"] if "TensorData" in used else [])
     imports.append(f"use burn::tensor::{{{', '.join(tensor_items)}}};")
+    if g.timed_observes:
+        imports.insert(0, "use std::cell::RefCell;\n")
 
     lint = ""
     idents = [d.base for d in g.decls] + [f.split(":")[0] for f in g.model_fields]
@@ -1495,7 +1544,7 @@ def render(
     out += imports
     timed = g.timed
     observes = [f for f in ("observe", "observe_transposed") if f in used]
-    if timed is not None and (observes or "checkpoint" in used):
+    if timed is not None and (g.timed_observes or "checkpoint" in used):
         count = timed.attrs["count"]
         cps = ", ".join(str(c) for c in p.settings.checkpoints)
         out += [
@@ -1503,7 +1552,7 @@ def render(
             "/// Iterations of the timed loop (1-based) at which observations are recorded.",
             f"const CHECKPOINTS: &[usize] = &[{cps}];",
         ]
-        if observes:
+        if g.timed_observes:
             out += ["/// Its last iteration: observations record values there only.", f"const LAST: usize = {count};"]
     if g.has_model:
         out += ["", "/// Every param of the program: what burn's optimizers update.", "#[derive(Module, Debug)]"]
@@ -1518,9 +1567,9 @@ def render(
         out.append(_HELPERS_COMMON.rstrip("\n"))
     if observes:
         out.append(_HELPERS_VALUES.rstrip("\n"))
-        out.append((_RECORD_TIMED if timed is not None else _RECORD_PLAIN).rstrip("\n"))
+        out.append((_RECORD_TIMED if g.timed_observes else _RECORD_PLAIN).rstrip("\n"))
         for f in observes:
-            out.append(_OBSERVE[(f, timed is not None)].rstrip("\n"))
+            out.append(_OBSERVE[(f, g.timed_observes)].rstrip("\n"))
     if "checkpoint" in used:
         out.append(_CHECKPOINT.rstrip("\n"))
     files = {
