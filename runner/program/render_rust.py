@@ -76,7 +76,7 @@ _RUST_KEYWORDS = frozenset(
 )
 _RESERVED = _RUST_KEYWORDS | frozenset(
     # the generated code's own names, and prelude names a local would shadow
-    "main model device grads grads_sum grad_tmp fresh acc it data observe observe_transposed record checkpoint "
+    "main model device grads grads_sum newest_grads grad_tmp fresh acc it data observe observe_transposed record checkpoint "
     "flags_json torch_values floats_json number_json string_json drop Some None Ok Err Box Vec String Option "
     "Result Default Tensor TensorData Device Param Module Linear Model CHECKPOINTS LAST".split()
 )
@@ -248,6 +248,9 @@ class _Decl:
     reads: int = 0
     mut: bool = False
     reads_since_write: int = 0
+    written_at: int = -1
+    """`_Gen.loops` when it was last written: a later write with no loop boundary and no read in
+    between overwrites a value Rust can see is never read."""
 
 
 @dataclass
@@ -405,6 +408,8 @@ class _Gen:
         self.lines: list[tuple[int, str]] = []
         self.decls: list[_Decl] = []
         self.model_unread = False
+        self.loops = 0
+        """Loop boundaries (a `for` opened or closed) emitted so far."""
         self.used: set[str] = set()
         self.dry = 0
         self.protected: list[set[str]] = []
@@ -574,23 +579,38 @@ class _Gen:
         old = state.vars.get(name)
         if outer is not None and outer.ty == ty:
             # a loop-carried variable: assigned in place (the old value is dropped here)
+            if old is not None and old.decl is outer.decl and old.value:
+                self.unread_overwrite(outer.decl, depth)
             self.set_mut(outer.decl)
             self.put(depth, f"{self.v(outer.decl)} = {expr};", st, note)
-            outer.decl.reads_since_write = 0
+            self.written(outer.decl)
             state.vars[name] = _Binding(outer.decl, ty, True)
             return
         if old is not None and old.value and tail and old.ty == ty and outer is None and old.decl.reads_since_write:
             # the old value is still held: the interpreter drops it when the name is rebound
             self.set_mut(old.decl)
             self.put(depth, f"{self.v(old.decl)} = {expr};", st, note)
-            old.decl.reads_since_write = 0
+            self.written(old.decl)
             old.value = True
             return
         if old is not None and old.value and tail:
             self.put(depth, f"drop({self.read_decl(old.decl)});", None, "the value it held is dropped here")
         d = self.decl(self.fresh_base(self.ident[name]))
         self.put(depth, f"let {self.mut(d)}{self.v(d)} = {expr};", st, note)
+        self.written(d)
         state.vars[name] = _Binding(d, ty, True)
+
+    def written(self, decl: _Decl) -> None:
+        if not self.dry:
+            decl.reads_since_write = 0
+            decl.written_at = self.loops
+
+    def unread_overwrite(self, decl: _Decl, depth: int) -> None:
+        """Before a variable is assigned again: when its value was written since the last loop
+        boundary and not read since (a loop written out made that plain), Rust would warn that the
+        value is never read; it is dropped explicitly (where the interpreter drops it too)."""
+        if not self.dry and decl.reads_since_write == 0 and decl.written_at == self.loops:
+            self.put(depth, f"drop({self.read_decl(decl)});", None, "its value is replaced here")
 
     def drop_after(self, state: _State, st: Stmt, pos: int, depth: int, tail: bool) -> None:
         """A value read by reference on its last use is dropped, as the interpreter does, when a
@@ -703,7 +723,7 @@ class _Gen:
             self.optimizer(st, state, depth, ctx)
             return
         if op == "step":
-            self.step(st, state, depth)
+            self.step(st, state, depth, ctx)
             return
         if op == "zero_grad":
             if not self.sketch:
@@ -711,6 +731,7 @@ class _Gen:
                 self.put(
                     depth, f"// [{st.index}] line {st.line}: zero_grad({st.args[0]}): burn has nothing to reset; {what}"
                 )
+            self.drop_carried_grads(state, ctx, depth, (state.grads, state.grads_sum))
             state.held, state.grads, state.grads_sum = "none", None, None
             return
         if op == "backward":
@@ -875,7 +896,15 @@ class _Gen:
         self.put(depth, f"let {self.mut(d)}{self.v(d)} = {builder};", st, note)
         state.opts[st.out] = _OptBinding(d, config)
 
-    def step(self, st: Stmt, state: _State, depth: int) -> None:
+    def drop_carried_grads(self, state: _State, ctx: _Ctx, depth: int, held: Iterable[_Binding | None]) -> None:
+        """Gradients a loop carries in a variable declared before it are dropped where the
+        interpreter drops them (`step`, `zero_grad`), not when the variable is next assigned."""
+        carried = {b.decl.id for frame in ctx.carried for b in frame.values()}
+        for b in held:
+            if b is not None and b.decl.id in carried and not self.sketch:
+                self.put(depth, f"drop({self.read_decl(b.decl)});", None, "the gradients held are dropped")
+
+    def step(self, st: Stmt, state: _State, depth: int, ctx: _Ctx) -> None:
         opt = state.opts[st.args[0]]
         o = self.read_decl(opt.decl)
         self.set_mut(opt.decl)
@@ -893,6 +922,7 @@ class _Gen:
             s = self.read_decl(state.grads_sum.decl)
             self.put(depth, f"{model} = {o}.step({lr}, {model}, {s});", st, "the accumulated gradients")
             self.model_written()
+            self.drop_carried_grads(state, ctx, depth, (state.grads,))
         else:
             self.put(depth, f"{model} = {o}.step({lr}, {model}, GradientsParams::new());", st, "no gradients held")
             self.model_written()
@@ -904,12 +934,19 @@ class _Gen:
         """Binds `grads` (which="grads") or `grads_sum`, in place when a loop carries them."""
         outer = self.carried_binding(ctx, "@" + which)
         if outer is not None:
+            current = state.grads if which == "grads" else state.grads_sum
+            if current is not None and current.decl is outer.decl:
+                self.unread_overwrite(outer.decl, depth)
             self.set_mut(outer.decl)
             self.put(depth, f"{self.v(outer.decl)} = {expr};", st, note)
+            self.written(outer.decl)
             b = _Binding(outer.decl)
         else:
-            d = self.decl(self.fresh_base(which))
+            # the newest gradients beside an accumulated sum get their own name: often unread
+            base = "newest_grads" if which == "grads" and state.held == "acc" else which
+            d = self.decl(self.fresh_base(base))
             self.put(depth, f"let {self.mut(d)}{self.v(d)} = {expr};", st, note)
+            self.written(d)
             b = _Binding(d)
         if which == "grads":
             state.grads = b
@@ -947,9 +984,9 @@ class _Gen:
             self.put(depth, f"{a}.accumulate(&{model}, {old});")
             f = self.read_decl(fresh)
             self.put(depth, f"{a}.accumulate(&{model}, GradientsParams::from_module(&mut {f}, &{model}));")
+            state.held = "acc"
             self.held_write(state, ctx, "grads_sum", f"{a}.grads()", depth, None, "the params' gradients, summed")
             self.held_write(state, ctx, "grads", self.read_decl(fresh), depth, None, "the newest, for other tensors")
-            state.held = "acc"
         self.drop_after(state, st, 0, depth, tail)
 
     def grad_expr(self, state: _State, st: Stmt, pos: int, value_ident: str | None) -> str | None:
@@ -1178,6 +1215,7 @@ class _Gen:
             header = f"for _ in 0..{remaining} {{"
             note = ""
         self.put(depth, header, st, note)
+        self.loops += 0 if self.dry else 1
         start = len(self.lines)
         inner = _Ctx(iteration=self.v(it) if timed else ctx.iteration, carried=(*ctx.carried, frame))
         self.block(st.body, state, depth + 1, inner)
@@ -1188,6 +1226,7 @@ class _Gen:
             if any(self.v(it) in line for _, line in self.lines[start:]):
                 it.reads += 1
         self.put(depth, "}")
+        self.loops += 0 if self.dry else 1
         self.protected.pop()
         self.forget_locals(st, state, carried_names)
         for name, b in frame.items():
@@ -1219,6 +1258,7 @@ class _Gen:
             else f"checkpoint({iteration}, {_rust_str(track)}, None::<&Tensor<1>>);"
         )
         if static is None:
+            self.use("CHECKPOINTS")
             self.put(depth, f"if CHECKPOINTS.contains(&{iteration}) {{")
             self.put(depth + 1, call)
             self.put(depth, "}")
@@ -1544,7 +1584,7 @@ def render(
     out += imports
     timed = g.timed
     observes = [f for f in ("observe", "observe_transposed") if f in used]
-    if timed is not None and (g.timed_observes or "checkpoint" in used):
+    if timed is not None and (g.timed_observes or "CHECKPOINTS" in used):
         count = timed.attrs["count"]
         cps = ", ".join(str(c) for c in p.settings.checkpoints)
         out += [
