@@ -1,7 +1,7 @@
 """`burn-torch-diff ...` (or `python3 -m runner ...`): the command line.
 
-Subcommands: `check` (here), `report` (runner.report.command) and
-`upgrade-check` (runner.upgrade.command). Each command module has
+Subcommands: `check` (here), `report` (runner.report.command),
+`upgrade-check` (runner.upgrade.command) and `fuzz` (runner.fuzz.command). Each command module has
 `configure(parser)` and `run(args) -> int`.
 
 Exit codes: 0 every expectation holds (or nothing changed); 1 one does not (or
@@ -20,6 +20,7 @@ from .atomic import write_text
 from .engine import check
 from .errors import RunnerError
 from .frameworks import FRAMEWORKS
+from .fuzz import command as fuzz_command
 from .progress import ConsoleReporter
 from .report import command as report_command
 from .results import dump
@@ -61,6 +62,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     for name, module, help_text in (
         ("report", report_command, "nightly differential report: HTML and Markdown, history, changes"),
         ("upgrade-check", upgrade_command, "run every case against another burn release and classify what changed"),
+        ("fuzz", fuzz_command, "generate programs, run them under both frameworks, shrink and record new divergences"),
     ):
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         module.configure(sub_parser)

@@ -83,6 +83,7 @@ def run_all(
                 case.request_params(spec.mode),
                 case.timeout_s,
                 env or {},
+                case.recorded_params(spec.mode),
             )
 
             def progress(

@@ -45,6 +45,9 @@ class RunRequest:
     timeout_s: float
     # Extra environment for the worker (e.g. which probe build to load).
     env: dict[str, str] = field(default_factory=dict)
+    # What the run record keeps of `params` (a program's IR carries all its data: the
+    # record keeps a summary); None: `params` itself.
+    recorded_params: dict[str, Any] | None = None
 
 
 def _worker_env() -> dict[str, str]:
@@ -92,7 +95,7 @@ def execute(
         "case": request.case,
         "framework": request.framework,
         "mode": request.mode,
-        "params": request.params,
+        "params": request.params if request.recorded_params is None else request.recorded_params,
     }
     with tempfile.TemporaryDirectory(prefix="runner-") as tmp:
         spec_path, result_path = Path(tmp, "spec.json"), Path(tmp, "result.json")

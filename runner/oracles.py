@@ -28,7 +28,7 @@ from pydantic import JsonValue
 
 from .metrics import properties
 from .model.case import OBSERVATION_PROPERTIES, Case, ProgramCase, Tolerance
-from .model.results import Observation, RunRecord
+from .model.results import Observation, RawRun, RunRecord
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _preview(values: Sequence[float] | None, index: int | None) -> JsonValue:
     return [v if math.isfinite(v) else str(v) for v in values[at : at + 4]]
 
 
-def compare_observations(a: RunRecord, b: RunRecord, what: str, label: str | None, tol: Tolerance) -> Agreement:
+def compare_observations(a: RawRun, b: RawRun, what: str, label: str | None, tol: Tolerance) -> Agreement:
     """`what`: values, grads or flags; `label`: one label, or None for all."""
     obs_a = {_key(o): o for o in a.observations if label is None or o.label == label}
     obs_b = {_key(o): o for o in b.observations if label is None or o.label == label}

@@ -37,7 +37,9 @@ def _case_folders(config: pytest.Config) -> list[Path]:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if file_path.suffix == ".toml" and any(file_path.is_relative_to(f) for f in _case_folders(parent.config)):
+    # A case folder's own *.toml files and its found/ ones; deeper files (a reproducer's Cargo.toml) are not cases.
+    folders = _case_folders(parent.config)
+    if file_path.suffix == ".toml" and any(file_path.parent in (f, f / "found") for f in folders):
         collector: CaseFile = CaseFile.from_parent(parent, path=file_path)
         return collector
     return None

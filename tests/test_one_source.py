@@ -37,3 +37,20 @@ def test_the_torch_pin_is_written_once():
         text = (PROJECT_ROOT / path).read_text()
         assert not re.search(r"torch\s*==\s*\d", text), f"{path} repeats the torch pin"
     assert "torch==2.15.0" in ADAPTERS[("p10", "torch")].install_hint  # read from the installed metadata
+
+
+def test_the_program_operations_are_the_probes():
+    from runner.program.ops import OPS
+
+    assert set(_probe.PROGRAM_OPS) == set(OPS)
+    for name, spec in OPS.items():
+        assert spec.supports("burn") == (_probe.PROGRAM_OPS[name] == "supported"), name
+    assert _probe.PROGRAM_IR_VERSION == 1
+
+
+def test_the_case_readme_shows_the_generated_operation_table():
+    from runner.program.ops import attrs_table, markdown_table
+
+    readme = (PROJECT_ROOT / "cases" / "README.md").read_text()
+    assert markdown_table() in readme, "cases/README.md: paste `python3 -m runner.program.ops`"
+    assert attrs_table() in readme

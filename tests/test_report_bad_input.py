@@ -210,3 +210,13 @@ def test_the_process_exits_2_without_a_traceback(tmp_path):
     assert out.returncode == 2
     assert out.stderr.startswith(f"error: {path}: schema_version: 7 is not supported")
     assert "Traceback" not in out.stderr and not (tmp_path / "out").exists()
+
+
+def test_screenshots_without_chromium_exit_3_before_anything_is_written(previous, capsys, monkeypatch):
+    from runner.report import browser
+
+    monkeypatch.setattr(browser, "NAMES", ("no-such-chromium-here",))
+    before = snapshot(previous)
+    assert report("--from-results", SAMPLE_2, "--out", previous, "--screenshots") == 3
+    assert "chromium is not installed" in capsys.readouterr().err
+    assert snapshot(previous) == before

@@ -1,10 +1,17 @@
 """report.html in a real browser: Debian's chromium, headless, started here.
 
-1. `--dump-dom` of a copy of the page with a measuring script appended: for
-   every plot, Chromium's own layout of each series (points parsed, drawn
-   length, bounding box) and of the plot area.
-2. `--screenshot` of the page itself: every plot area holds coloured pixels
-   of its lines, and the page is not blank.
+1. `--dump-dom` of a copy of the page (every disclosure open) with a measuring script appended, at
+   desktop (1366x900) and phone (390x844) widths: Chromium's own layout of
+   the difference cards (on the first screen?), of every plot and series, the
+   page's width (no sideways scrolling on a phone), the render time, and the
+   table script at work (a click sorts, typing filters).
+2. `--screenshot` of the page itself: the first screen at both widths, and
+   the whole page at desktop width, where every plot area holds coloured
+   pixels of its lines (that one with every disclosure open, as measured).
+
+Screenshots go to the test's tmp folder; with KEEP_SCREENSHOTS=DIR they are
+also copied there (`python3 -m runner report --screenshots` makes the same
+ones of a real report under reports/screenshots/).
 
 Without chromium the test is skipped, except in CI (CI=true), where it fails:
 scripts/bootstrap installs chromium where apt-get is available.
@@ -17,36 +24,62 @@ import os
 import re
 import shutil
 import struct
-import subprocess
+import time
 import zlib
+from html import unescape
 from pathlib import Path
 
 import pytest
-from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, report, save
+from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, report, save, with_case_info
+
+from runner.report import browser
 
 pytestmark = pytest.mark.browser
 
-WIDTH = 1300
+DESKTOP, PHONE = browser.VIEWPORTS["desktop"], browser.VIEWPORTS["phone"]
 
 MEASURE = """
 <script>
-const plots = [...document.querySelectorAll("svg.plot")].map(svg => {
-  const box = r => { const b = r.getBoundingClientRect();
-    return {x: b.left + scrollX, y: b.top + scrollY, w: b.width, h: b.height}; };
-  return {
-    id: svg.id, box: box(svg), area: box(svg.querySelector("rect.plot-area")),
-    series: [...svg.querySelectorAll("g.series")].map(g => {
-      const line = g.querySelector("polyline"), dot = g.querySelector("circle");
-      return {label: g.dataset.series, expected: +g.dataset.points,
-              parsed: line ? line.points.numberOfItems : 1,
-              length: line ? line.getTotalLength() : 0,
-              line: line ? box(line) : null, dot: box(dot)};
-    })};
-});
+addEventListener("load", () => {
+const box = el => { const b = el.getBoundingClientRect();
+  return {x: b.left + scrollX, y: b.top + scrollY, w: b.width, h: b.height}; };
+const plots = [...document.querySelectorAll("svg.plot")].map(svg => ({
+  id: svg.id, box: box(svg), area: box(svg.querySelector("rect.plot-area")),
+  series: [...svg.querySelectorAll("g.series")].map(g => {
+    const line = g.querySelector("polyline"), dot = g.querySelector(".marker.last");
+    return {label: g.dataset.series, expected: +g.dataset.points,
+            parsed: line ? line.points.numberOfItems : 1,
+            length: line ? line.getTotalLength() : 0,
+            line: line ? box(line) : null, dot: box(dot)};
+  })}));
+const cards = [...document.querySelectorAll("article.card")].map(box);
+const laid = {viewport: innerWidth, width: document.documentElement.scrollWidth,
+              height: document.documentElement.scrollHeight};  // before the script below hides rows
+// the table script: sort the runs by slowdown ratio, then filter the expectations
+const runs = document.querySelector("table.runs");
+const col = [...runs.tHead.rows[0].cells].findIndex(th => th.textContent.includes("slowdown ratio"));
+const button = runs.tHead.rows[0].cells[col].querySelector("button.sort");
+const column = () => [...runs.tBodies[0].rows].map(r => [r.cells[0].textContent, r.cells[col].textContent]);
+const before = column();
+button.click();
+const ascending = column();
+button.click();
+const descending = column();
+const expectations = document.querySelector("table.expectations");
+const filter = expectations.parentElement.previousElementSibling;
+filter.value = "burn/target";
+filter.dispatchEvent(new Event("input"));
+const shown = [...expectations.tBodies[0].rows].filter(r => !r.hidden).map(r => r.cells[1].textContent);
+const nav = performance.getEntriesByType("navigation")[0];
+const measured = JSON.stringify({plots, cards, before, ascending, descending, shown,
+  filter: filter.tagName + "." + filter.className, sortButtons: document.querySelectorAll("button.sort").length,
+  ...laid, load_ms: nav.loadEventStart, dom_ms: nav.domContentLoadedEventEnd});
+if (parent !== window) { parent.postMessage(measured, "*"); return; }  // laid out in a narrow frame
 const pre = document.createElement("pre");
 pre.id = "measured";
-pre.textContent = JSON.stringify({plots, height: document.documentElement.scrollHeight});
+pre.textContent = measured;
 document.body.appendChild(pre);
+});
 </script>
 """
 
@@ -59,27 +92,6 @@ def chromium() -> str:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(reason)
     pytest.skip(reason)
-
-
-def run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    out = subprocess.run(
-        [
-            chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--no-first-run",
-            "--force-device-scale-factor=1",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out
 
 
 def read_png(data: bytes) -> tuple[int, int, list[bytes], int]:
@@ -131,62 +143,152 @@ def coloured_pixels(rows: list[bytes], bpp: int, box: dict) -> int:
     return count
 
 
+def opened(tmp: Path, page: Path) -> Path:
+    """A copy of the page with every disclosure open (the full plots are in one)."""
+    copy = tmp / "opened.html"
+    copy.write_text(page.read_text().replace("<details>", "<details open>"))
+    return copy
+
+
+def measure(tmp: Path, page: Path, size: tuple[int, int]) -> dict:
+    measured = tmp / f"measured-{size[0]}.html"
+    measured.write_text(opened(tmp, page).read_text().replace("</body>", MEASURE + "</body>"))
+    # narrower than headless Chromium's smallest window: laid out in an iframe that wide
+    target = browser.framed(measured, *size, tmp) if size[0] < browser.MIN_WIDTH else measured
+    started = time.perf_counter()
+    dom = browser.run(
+        tmp / "profile",
+        f"--window-size={size[0]},{size[1]}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        target.as_uri(),
+    ).stdout
+    wall = time.perf_counter() - started
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return {**json.loads(unescape(found.group(1))), "wall_s": wall}
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
     chromium()
-    arm = save(tmp / "arm.json", on_aarch64(load(SAMPLE_2)))  # provenance-only TEST fixture
+    x86 = save(tmp / "x86.json", with_case_info(load(SAMPLE_2)))  # TEST fixture: today's case info added
+    arm = save(tmp / "arm.json", on_aarch64(with_case_info(load(SAMPLE_2))))  # provenance-only TEST fixture
     out = tmp / "out"
-    report("--from-results", SAMPLE_1, "--out", out)
-    report("--from-results", SAMPLE_2, arm, "--out", out)  # two machines, compared with run 1
-    html = (out / "report.html").read_text()
-    measured = tmp / "measured.html"
-    measured.write_text(html.replace("</body>", MEASURE + "</body>"))
-    dom = run_chromium(
-        tmp, f"--window-size={WIDTH},1000", "--virtual-time-budget=5000", "--dump-dom", measured.as_uri()
-    ).stdout
-    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
-    assert found, dom[-2000:]
-    layout = json.loads(
-        found.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
-    )
-    shot = tmp / "report.png"
-    run_chromium(
-        tmp, f"--window-size={WIDTH},{layout['height']}", f"--screenshot={shot}", (out / "report.html").as_uri()
-    )
-    return html, layout, shot
+    report("--from-results", SAMPLE_1, "--out", out, "--upgrades")
+    report("--from-results", x86, arm, "--out", out, "--upgrades")  # two machines, compared with run 1
+    html_path = out / "report.html"
+    layouts = {name: measure(tmp, html_path, size) for name, size in (("desktop", DESKTOP), ("phone", PHONE))}
+    shots = {
+        "desktop": browser.screenshot(html_path, tmp / "desktop.png", *DESKTOP, tmp),
+        "phone": browser.screenshot(html_path, tmp / "phone.png", *PHONE, tmp),
+        "desktop-full": browser.screenshot(
+            opened(tmp, html_path), tmp / "desktop-full.png", DESKTOP[0], layouts["desktop"]["height"], tmp
+        ),
+    }
+    keep = os.environ.get("KEEP_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for name, shot in shots.items():
+            shutil.copy(shot, Path(keep) / f"browser-test-{name}.png")
+    return html_path.read_text(), layouts, shots
+
+
+def test_the_difference_cards_are_on_the_first_screen(page):
+    _, layouts, shots = page
+    for name, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
+        cards = layouts[name]["cards"]
+        assert len(cards) == 1, name  # p10_ema's [about]
+        assert cards[0]["y"] < height * 0.4, (name, cards[0])  # the card starts high on the first screen
+        assert layouts[name]["viewport"] == width, name
+        assert layouts[name]["width"] <= width, (name, layouts[name]["width"])  # no sideways scrolling
+        w, h, _, _ = read_png(shots[name].read_bytes())
+        assert (w, h) == (width, height)
+    # at desktop width the whole card (text, evidence, fix, versions) fits the first screen
+    card = layouts["desktop"]["cards"][0]
+    assert card["y"] + card["h"] <= DESKTOP[1], card
 
 
 def test_every_plot_and_series_is_laid_out_by_chromium(page):
-    html, layout, _ = page
+    html, layouts, _ = page
+    layout = layouts["desktop"]
     ids = re.findall(r'<svg class="plot" id="([^"]+)"', html)
-    assert len(ids) == 4 and [p["id"] for p in layout["plots"]] == ids
+    assert len(ids) == 2 * (2 * 4 + 2) and [p["id"] for p in layout["plots"]] == ids
     for plot in layout["plots"]:
-        assert plot["box"]["w"] > 600 and plot["box"]["h"] > 200, plot["id"]
         area = plot["area"]
-        assert len(plot["series"]) == 10, plot["id"]
+        small = plot["id"].startswith("pair-")
+        assert plot["box"]["w"] > (300 if small else 600) and plot["box"]["h"] > 150, plot["id"]
+        assert len(plot["series"]) == (2 if small else 10) or plot["id"].startswith("pair-mem-"), plot["id"]
         for s in plot["series"]:
             where = f"{plot['id']} {s['label']}"
             assert s["parsed"] == s["expected"], where  # every point of the polyline parsed
             if s["expected"] >= 2:
                 assert s["length"] > 0 and s["line"]["w"] > 0, where
             dot = s["dot"]
-            assert area["x"] - 4 <= dot["x"] <= area["x"] + area["w"] + 4, where
-            assert area["y"] - 4 <= dot["y"] <= area["y"] + area["h"] + 4, where
+            assert area["x"] - 6 <= dot["x"] <= area["x"] + area["w"] + 6, where
+            assert area["y"] - 6 <= dot["y"] <= area["y"] + area["h"] + 6, where
         # the step-time lines of the 2000-step runs span the whole x axis
-        if plot["id"].startswith("steps-"):
-            widest = max(s["line"]["w"] for s in plot["series"] if s["line"])
+        if plot["id"].startswith(("steps-", "pair-steps-")) and "target " not in plot["id"]:
+            widest = max((s["line"]["w"] for s in plot["series"] if s["line"]), default=0)
             assert widest > 0.95 * area["w"], plot["id"]
+    # on a phone the panels shrink to the screen, one per row
+    for plot in layouts["phone"]["plots"]:
+        if plot["id"].startswith("pair-"):
+            assert plot["box"]["w"] <= PHONE[0], plot["id"]
 
 
 def test_the_screenshot_shows_every_plot(page):
-    _, layout, shot = page
-    width, height, rows, bpp = read_png(shot.read_bytes())
-    assert width == WIDTH and height == layout["height"]
+    _, layouts, shots = page
+    layout = layouts["desktop"]
+    width, height, rows, bpp = read_png(shots["desktop-full"].read_bytes())
+    assert width == DESKTOP[0] and height == layout["height"]
     for plot in layout["plots"]:
         assert plot["area"]["y"] + plot["area"]["h"] <= height
+        if not plot["series"]:
+            continue
         inside = coloured_pixels(rows, bpp, plot["area"])
-        assert inside > 1500, (plot["id"], inside)  # coloured line pixels drawn in the plot area
+        assert inside > 300, (plot["id"], inside)  # coloured line pixels drawn in the plot area
     # and the page as a whole is not blank
     colours = {row[x : x + 3] for row in rows[::25] for x in range(0, width * bpp, bpp * 7)}
     assert len(colours) > 50
+
+
+def number(text: str) -> float:
+    """A cell's number (`×27.4`, `0.91`); a cell without one sorts last."""
+    return float("inf") if text == "-" else float(text.lstrip("×").split()[0])
+
+
+def test_tables_sort_and_filter_in_the_browser(page):
+    _, layouts, _ = page
+    layout = layouts["desktop"]
+    assert layout["sortButtons"] > 20 and layout["filter"] == "INPUT.filter"
+    before = [run for run, _ in layout["before"]]
+    assert before[:2] == ["torch/detach", "torch/target"]  # as written: the case's order
+    ascending = [number(v) for _, v in layout["ascending"]]
+    assert ascending == sorted(ascending)  # runs without a ratio ("-") last
+    descending = [number(v) for _, v in layout["descending"] if v != "-"]
+    assert descending == sorted(descending, reverse=True)
+    assert layout["descending"][0][0] == "burn/detach"
+    shown = layout["shown"]
+    assert shown and all("burn/target" in subject for subject in shown)
+
+
+def test_the_page_renders_quickly(page):
+    _, layouts, _ = page
+    for name in ("desktop", "phone"):
+        layout = layouts[name]
+        # generous bounds (a shared 2-core host); what was measured is in the issue's note
+        assert layout["load_ms"] < 3000 and layout["wall_s"] < 30, (name, layout["load_ms"], layout["wall_s"])
+
+
+def test_the_command_takes_screenshots_at_both_widths(tmp_path):
+    chromium()
+    out = tmp_path / "out"
+    assert report("--from-results", SAMPLE_2, "--out", out, "--upgrades", "--screenshots") == 0
+    sizes = {}
+    for name in ("desktop", "phone", "desktop-full"):
+        width, height, _, _ = read_png((out / browser.SHOTS / f"{name}.png").read_bytes())
+        sizes[name] = (width, height)
+    assert sizes["desktop"] == DESKTOP and sizes["phone"] == PHONE
+    assert sizes["desktop-full"][0] == DESKTOP[0] and sizes["desktop-full"][1] > 3 * DESKTOP[1]

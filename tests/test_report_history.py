@@ -161,7 +161,7 @@ def test_two_machines_give_one_column_set_each(tmp_path):
     html = (out / "report.html").read_text()
     for fp in (x86_fp, arm_fp):
         assert f'id="steps-p10_ema-{fp}"' in html and f'id="rss-p10_ema-{fp}"' in html
-    assert html.count('<svg class="plot"') == 4
+    assert html.count('<svg class="plot"') == 2 * (2 * 4 + 2)  # per machine: 4 pairs x (steps, memory) + 2 full
     bundle = json.loads((out / "results.json").read_text())
     assert [d["provenance"]["machine"] for d in bundle["results"]] == ["x86_64", "aarch64"]
     names = sorted(p.name for p in history.iterdir() if p.name != MARKER)

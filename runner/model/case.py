@@ -8,6 +8,7 @@ models; every problem names the file and the key (`cases/README.md`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -326,6 +327,9 @@ class P10Case(Model):
         """What the worker's adapter gets for a run of `mode`."""
         return self.params.model_dump()
 
+    def recorded_params(self, mode: str) -> dict[str, Any] | None:
+        return None
+
     def replace(self, **changes: Any) -> P10Case:
         """A copy with fields changed (validated again), keeping the file path."""
         data = {**self.model_dump(), **{k: v.model_dump() if isinstance(v, Model) else v for k, v in changes.items()}}
@@ -455,6 +459,18 @@ class ProgramCase(Model):
     def request_params(self, mode: str) -> dict[str, Any]:
         """What the worker's adapter gets for a run of `mode`: the program (IR) itself."""
         return {"program": self._programs[mode].model_dump(mode="json")}
+
+    def recorded_params(self, mode: str) -> dict[str, Any] | None:
+        """What a run record keeps: the program's identity, not its data (which can be megabytes)."""
+        program = self._programs[mode]
+        text = program.model_dump_json()
+        return {
+            "variant": mode,
+            "seed": self.program.seed,
+            "ir_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "tensors": {t.name: list(t.shape) for t in program.tensors},
+            "timed_loop_iterations": self._steps,
+        }
 
     def copy_with(self, **changes: Any) -> ProgramCase:
         """A copy with fields changed, keeping the path and the programs."""

@@ -209,8 +209,9 @@ class RunRecord(RawRun):
 
 
 def from_data(model: type[M], data: Any) -> M:
-    """Validate plain data (lists where the model has tuples) as JSON would be."""
-    return model.model_validate_json(json.dumps(data, allow_nan=False))
+    """Validate plain data (lists where the model has tuples) as JSON would be. NaN and
+    infinities pass the encoder; only observed values (`ValueFloat`) accept them."""
+    return model.model_validate_json(json.dumps(data))
 
 
 class Verdict(Model):

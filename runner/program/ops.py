@@ -306,6 +306,7 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "unsupported: `Tensor::grad` returns None unless the tensor requires grad, and `require_grad()` panics on a non-leaf (burn-tensor `src/tensor/api/autodiff.rs` `grad`, burn-autodiff `src/tensor.rs`)",
         "keeps the gradient of a non-leaf tensor",
         torch_code="{a0}.retain_grad()",
+        frameworks=frozenset({"torch"}),
     ),
     OpSpec(
         "clone",

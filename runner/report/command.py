@@ -28,8 +28,9 @@ from ..errors import BadInput
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
 from ..results import bundle, dump, load_results
-from . import html_page, markdown
+from . import browser, fuzzing, html_page, markdown, trend, upgrades
 from .changes import changes
+from .differences import differences
 from .history import History
 from .machines import Machine, group
 from .model import Comparison, Report
@@ -66,6 +67,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="report on these results files (from `check --json` or `report`; several "
         "machines give one column set each) instead of running the cases",
     )
+    parser.add_argument(
+        "--upgrades",
+        type=path,
+        nargs="*",
+        metavar="DIR",
+        help="upgrade-check output folders (or their upgrade.json): the burn versions each "
+        f"difference was seen on, and the history view (default: {upgrades.DEFAULT_GLOB}; "
+        "the option alone: none). Unreadable ones are listed on the page and left out",
+    )
+    parser.add_argument(
+        "--fuzz",
+        type=path,
+        metavar="FILE",
+        help=f"the fuzz summary to show (default: {fuzzing.DEFAULT} when it exists)",
+    )
+    parser.add_argument(
+        "--screenshots",
+        action="store_true",
+        help=f"also photograph report.html with headless chromium into OUT/{browser.SHOTS}/ "
+        f"({', '.join(f'{n} {w}x{h}' for n, (w, h) in browser.VIEWPORTS.items())})",
+    )
 
 
 def _fresh_results(refs: list[str]) -> list[tuple[ResultsDocument, str]]:
@@ -85,10 +107,16 @@ def _compare(history: History, machine: Machine) -> Comparison:
     return Comparison(previous, changes(before, machine.doc), before.provenance)
 
 
-def build(inputs: list[tuple[ResultsDocument, str]], history: History) -> Report:
+def build(inputs: list[tuple[ResultsDocument, str]], history: History, upgrade_paths: list[Path]) -> Report:
     machines = group(inputs)
     generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    return Report(machines, [_compare(history, m) for m in machines], generated)
+    report = Report(machines, [_compare(history, m) for m in machines], generated)
+    report.upgrades, report.unreadable_upgrades = upgrades.read(upgrade_paths)
+    report.history = trend.load(history, machines)
+    cases = report.cases()
+    pairs = {case: report.pairs(case) for case in cases}
+    report.differences = differences(machines, cases, pairs, report.history.all(), report.upgrades)
+    return report
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,9 +125,13 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--out {out}: is a file, expected a folder")
     if args.from_results and args.cases:
         raise BadInput("give CASE arguments (to run them) or --from-results FILE, not both")
+    if args.screenshots:
+        browser.find()  # before anything runs or is written
     history = History(args.history if args.history is not None else out / "history")
+    upgrade_paths = upgrades.default_paths() if args.upgrades is None else args.upgrades
     inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args.cases)
-    report = build(inputs, history)
+    report = build(inputs, history, upgrade_paths)
+    report.fuzz = fuzzing.read(args.fuzz if args.fuzz is not None else fuzzing.DEFAULT)
     page, summary = html_page.render(report), markdown.render(report)
     results = bundle([m.doc for m in report.machines])
 
@@ -113,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out / name}")
     for entry in recorded:
         print(f"history: {entry}")
+    if args.screenshots:
+        for shot in browser.screenshots(out / "report.html", out / browser.SHOTS):
+            print(f"screenshot: {shot}")
     if report.exit_code:
         print(f"exit 1: see {out / 'report.md'}", file=sys.stderr)
     return report.exit_code

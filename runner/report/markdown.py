@@ -1,13 +1,17 @@
-"""`report.md`: the summary, short enough for a CI job summary: status,
-expectations, changes, one line per run and pair, provenance."""
+"""`report.md`: the summary, short enough for a CI job summary: status, then
+the known differences (what PyTorch does, what burn does, the evidence, the
+fix, the burn versions seen on), expectations, changes, one line per run,
+provenance."""
 
 from __future__ import annotations
 
 import re
 
 from ..fmt import fmt, observed_text, outcome_text, short
+from . import fuzzing
 from .changes import expectation_name
-from .model import RSS_NOTE, Report, claim_text, previous_text, side_key
+from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
+from .model import RSS_NOTE, Report, claim_text, previous_text
 
 # A `<` that could open an HTML tag or comment (`<script`, `</`, `<!--`); `<= 1` stays as it is.
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
@@ -29,6 +33,37 @@ def _short(text: str, limit: int = 160) -> str:
     return _cell(short(text, limit))
 
 
+def _mark(passed: bool | None) -> str:
+    return "" if passed is None else (" ✓" if passed else " ✗ (does not hold)")
+
+
+def _pair_line(ev: PairEvidence) -> str:
+    head = f"{ev.pair.a} vs {ev.pair.b}"
+    if not ev.ran:
+        return f"  - {_cell(head)}: not run"
+    if ev.role != ROLE_DIFFERENCE:
+        return f"  - {ev.role}: {_cell(head)}: {_cell(claim_text(ev.pair))}{_mark(ev.verdict)}"
+    facts = "; ".join(
+        f"{f.label.split(' (')[0]} {f.short_a} vs {f.short_b}{_mark(f.verdict)}"
+        + (f" ({short(f.detail, 200)})" if f.detail else "")
+        for f in ev.facts
+    )
+    return f"  - {_cell(head)}: {_cell(facts)}"
+
+
+def _difference(diff: Difference) -> list[str]:
+    out = ["", f"### {_cell(diff.title)} (`{_cell(diff.case)}`)", ""]
+    if diff.documented:
+        out += [f"- **PyTorch:** {_cell(diff.torch)}", f"- **burn:** {_cell(diff.burn)}"]
+    shown = next((ev.machine for ev in diff.evidence if ev.ran), "")
+    out.append(f"- **Evidence** (`{_cell(shown)}`):" if shown else "- **Evidence:** not run")
+    out += [_pair_line(ev) for ev in diff.evidence]
+    out.append(f"- **Fix:** {_cell(diff.fix)}" if diff.fix else "- **Fix:** none declared")
+    seen = "; ".join(f"burn {s.burn}: {s.text()}" for s in diff.sightings) or "no run with its pair verdicts"
+    out.append(f"- **Seen on:** {_cell(seen)}")
+    return out
+
+
 def render(report: Report) -> str:
     machines = report.machines
     out = [
@@ -41,7 +76,15 @@ def render(report: Report) -> str:
         "",
     ]
 
-    out += ["## Expectations", ""]
+    out += ["## What differs"]
+    if not report.differences:
+        out += ["", "No case of this report claims a difference between PyTorch and burn."]
+    for diff in report.differences:
+        out += _difference(diff)
+
+    out += fuzzing.markdown(report.fuzz)
+
+    out += ["", "## Expectations", ""]
     out += _table(
         ["machine", "hold", "do not hold"],
         [
@@ -115,22 +158,6 @@ def render(report: Report) -> str:
             ]
         rows.append(row)
     out += _table(header, rows)
-
-    out += ["", "## Pairs", ""]
-    rows = []
-    for case in report.cases():
-        for pair in report.pairs(case):
-            row = [case, pair.subject, claim_text(pair)]
-            for m in machines:
-                verdicts = {p: report.claim_verdict(m, pair, p) for p in pair.claims}
-                known = [v for v in verdicts.values() if v is not None]
-                if not known or m.run(side_key(case, pair.a)) is None:
-                    row.append("not run")
-                    continue
-                bad = [p for p, v in verdicts.items() if v is False]
-                row.append(f"{sum(known)}/{len(known)} hold" + (f" (not: {', '.join(bad)})" if bad else ""))
-            rows.append(row)
-    out += _table(["case", "pair", "claim"] + [m.label for m in machines], rows)
 
     out += [""]
     for m in machines:

@@ -1,18 +1,26 @@
 """What both renderings show, computed once: machines, their comparison with
 the previous run, the pairs (from the structured verdicts), the verdict and
-the exit code."""
+the exit code; the difference cards, the history view and the upgrade checks
+(`differences`, `trend`, `upgrades`) are attached by the command."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..compare import RULE
 from ..fmt import fmt, outcome_text
 from ..model.case import RunRef
 from ..model.results import Provenance, RunRecord, Verdict
 from .changes import Change
+from .fuzzing import FuzzSummary
 from .history import Entry
 from .machines import Machine
+
+if TYPE_CHECKING:
+    from .differences import Difference
+    from .trend import HistoryView
+    from .upgrades import Unreadable, UpgradeCheck
 
 # The pair table's rows: (label, property the pair may claim same/differ on).
 PAIR_ROWS = (
@@ -57,6 +65,11 @@ class Report:
     comparisons: list[Comparison]
     generated: str
     rule: str = RULE
+    differences: list[Difference] = field(default_factory=list)
+    history: HistoryView | None = None
+    upgrades: list[UpgradeCheck] = field(default_factory=list)
+    unreadable_upgrades: list[Unreadable] = field(default_factory=list)
+    fuzz: FuzzSummary | None = None
 
     @property
     def failed(self) -> int:

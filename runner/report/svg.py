@@ -1,31 +1,92 @@
-"""Line plots as inline SVG, written by hand: no library, no script, no network.
+"""Plots as inline SVG, written by hand: no library, no script, no network.
 
 Each series is a `<g class="series" data-series=... data-points=N>` with a
-`<polyline>` (two points or more) and a circle on its last point, so a run
-that stopped after one step is still visible. The y axis is logarithmic when
-the values are all positive and span more than `LOG_SPAN` (1st to 99th
-percentile). A series longer than `MAX_POINTS` is drawn through the medians
-of groups of consecutive points (the caption says how many), so that a trend
-stays readable through per-step noise.
+`<polyline>` (two points or more), a few markers along it and a marker on its
+last point (`.last`), so a run that stopped after one step is still visible.
+Series are told apart by colour, dash pattern and marker shape together, so a
+plot still reads in grayscale and for colour-blind readers (`Style`).
+
+The y axis is logarithmic when the values are all positive and span more than
+`LOG_SPAN` (1st to 99th percentile). A series longer than `max_points` is
+drawn through the medians of groups of consecutive points (the caption says
+how many), so that a trend stays readable through per-step noise.
+
+`plot` draws one panel (the small multiples use it with the legend on top,
+the full plots with the legend on the right); `sparkline` draws one number
+across the history entries, with the burn version changes marked.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 
 LOG_SPAN = 10.0
 MAX_POINTS = 500
+MARKERS_PER_SERIES = 6
+MARKED_SPARK = 30  # a sparkline this long or shorter marks (and titles) every point
+
+
+@dataclass(frozen=True)
+class Style:
+    color: str
+    dash: str = ""  # stroke-dasharray, "" for a solid line
+    marker: str = "circle"  # see MARKERS
 
 
 @dataclass(frozen=True)
 class Series:
     label: str
     points: list[tuple[float, float]]
-    color: str
-    dashed: bool = False
+    style: Style
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An event on the x axis: a run that stopped (panic at step 3)."""
+
+    x: float
+    label: str
+    color: str = "#000"
+
+
+@dataclass(frozen=True)
+class VLine:
+    """A vertical rule with a label at the top: where burn's version changed."""
+
+    x: float
+    label: str
+
+
+@dataclass
+class Axes:
+    """How data maps to the plot area."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    log: bool
+    y_ticks: list[float] = field(default_factory=list)
+
+    def px(self, x: float) -> float:
+        return self.left + (x - self.x0) / (self.x1 - self.x0) * self.width
+
+    def _t(self, v: float) -> float:
+        return math.log10(v) if self.log else v
+
+    def py(self, y: float) -> float:
+        return (
+            self.top
+            + self.height
+            - (self._t(y) - self._t(self.y0)) / (self._t(self.y1) - self._t(self.y0)) * (self.height)
+        )
 
 
 def thin(points: list[tuple[float, float]], max_points: int = MAX_POINTS) -> list[tuple[float, float]]:
@@ -57,31 +118,32 @@ def use_log_scale(values: list[float]) -> bool:
     return _percentile(values, 0.99) / _percentile(values, 0.01) > LOG_SPAN
 
 
-def _nice_step(span: float) -> float:
-    raw = span / 5 if span > 0 else 1.0
+def _nice_step(span: float, count: int = 5) -> float:
+    raw = span / count if span > 0 else 1.0
     power = 10.0 ** math.floor(math.log10(raw))
     return float(next(m * power for m in (1, 2, 5, 10) if m * power >= raw))
 
 
-def _linear_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
-    step = _nice_step(high - low)
+def _linear_ticks(low: float, high: float, count: int = 5) -> tuple[float, float, list[float]]:
+    step = _nice_step(high - low, count)
     start, end = math.floor(low / step) * step, math.ceil(high / step) * step
     if end == start:
         end = start + step
-    count = round((end - start) / step)
-    return start, end, [start + i * step for i in range(count + 1)]
+    n = round((end - start) / step)
+    return start, end, [start + i * step for i in range(n + 1)]
 
 
 def _log_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
     lo, hi = math.floor(math.log10(low)), math.ceil(math.log10(high))
     if hi == lo:
         hi += 1
-    multiples = (1, 2, 5) if hi - lo <= 3 else (1,)
+    multiples = (1, 2, 5) if hi - lo <= 2 else (1,)
     ticks = [m * 10**e for e in range(lo, hi + 1) for m in multiples if m * 10**e <= 10**hi]
     return 10.0**lo, 10.0**hi, ticks
 
 
-def _label(value: float) -> str:
+def label(value: float) -> str:
+    """A tick label: `0`, `0.5`, `200`, `1e+04`."""
     if value == 0:
         return "0"
     if abs(value) >= 1e4 or abs(value) < 1e-3:
@@ -89,90 +151,294 @@ def _label(value: float) -> str:
     return f"{value:g}"
 
 
-def line_plot(
+def marker(shape: str, x: float, y: float, color: str, r: float = 3.2, cls: str = "marker") -> str:
+    """One marker; filled shapes, and a cross for events."""
+    if shape == "circle":
+        return f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" fill="{color}"/>'
+    if shape == "square":
+        s = r * 0.9
+        return f'<rect class="{cls}" x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s:.1f}" height="{2 * s:.1f}" fill="{color}"/>'
+    if shape == "triangle":
+        d = f"M{x:.1f} {y - r * 1.2:.1f}L{x + r * 1.1:.1f} {y + r * 0.8:.1f}L{x - r * 1.1:.1f} {y + r * 0.8:.1f}Z"
+        return f'<path class="{cls}" d="{d}" fill="{color}"/>'
+    if shape == "diamond":
+        d = f"M{x:.1f} {y - r * 1.3:.1f}L{x + r:.1f} {y:.1f}L{x:.1f} {y + r * 1.3:.1f}L{x - r:.1f} {y:.1f}Z"
+        return f'<path class="{cls}" d="{d}" fill="{color}"/>'
+    if shape == "ring":
+        return f'<circle class="{cls}" cx="{x:.1f}" cy="{y:.1f}" r="{r:.1f}" fill="#fff" stroke="{color}" stroke-width="1.6"/>'
+    # "cross"
+    d = f"M{x - r:.1f} {y - r:.1f}L{x + r:.1f} {y + r:.1f}M{x - r:.1f} {y + r:.1f}L{x + r:.1f} {y - r:.1f}"
+    return f'<path class="{cls}" d="{d}" stroke="{color}" stroke-width="2" fill="none"/>'
+
+
+MARKERS = ("circle", "square", "triangle", "diamond", "ring", "cross")
+
+
+def _axes(
+    drawn: list[tuple[Series, list[tuple[float, float]]]],
+    box: tuple[float, float, float, float],
+    x_range: tuple[float, float] | None,
+    y_floor_zero: bool,
+    y_ticks: int,
+    y_range: tuple[float, float] | None = None,
+    log: bool | None = None,
+) -> Axes:
+    left, top, pw, ph = box
+    xs = [x for _, pts in drawn for x, _ in pts] or [0.0, 1.0]
+    ys = list(y_range) if y_range else [y for _, pts in drawn for _, y in pts] or [0.0, 1.0]
+    x0, x1 = x_range if x_range else (min(xs), max(xs))
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+    log = use_log_scale(ys) if log is None else log and min(ys) > 0
+    if log:
+        y0, y1, ticks = _log_ticks(min(ys), max(ys))
+    else:
+        low = min(0.0, min(ys)) if y_floor_zero else min(ys)
+        y0, y1, ticks = _linear_ticks(low, max(ys), y_ticks)
+    return Axes(left, top, pw, ph, x0, x1, y0, y1, log, ticks)
+
+
+def _series_svg(s: Series, pts: list[tuple[float, float]], ax: Axes) -> str:
+    st = s.style
+    dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
+    out = [
+        f'<g class="series" data-series="{escape(s.label)}" data-points="{len(pts)}" data-samples="{len(s.points)}">'
+    ]
+    if len(pts) >= 2:
+        coords = " ".join(f"{ax.px(x):.1f},{ax.py(y):.1f}" for x, y in pts)
+        out.append(f'<polyline points="{coords}" fill="none" stroke="{st.color}" stroke-width="1.6"{dash}/>')
+        every = max(1, len(pts) // MARKERS_PER_SERIES)
+        for x, y in pts[every // 2 : -1 : every]:
+            out.append(marker(st.marker, ax.px(x), ax.py(y), st.color, 2.6))
+    lx, ly = pts[-1]
+    out.append(marker(st.marker, ax.px(lx), ax.py(ly), st.color, 3.4, "marker last"))
+    out.append("</g>")
+    return "".join(out)
+
+
+def _legend_item(s: Series, x: float, y: float) -> str:
+    st = s.style
+    dash = f' stroke-dasharray="{st.dash}"' if st.dash else ""
+    return (
+        f'<g class="legend"><line x1="{x:.0f}" x2="{x + 26:.0f}" y1="{y:.0f}" y2="{y:.0f}" stroke="{st.color}" '
+        f'stroke-width="2"{dash}/>{marker(st.marker, x + 13, y, st.color, 3.0, "legend-marker")}'
+        f'<text x="{x + 31:.0f}" y="{y + 4:.0f}" font-size="11">{escape(s.label)}</text></g>'
+    )
+
+
+def plot(
     series: list[Series],
     *,
     title: str,
     x_label: str,
     y_label: str,
-    width: int = 1040,
-    height: int = 340,
     plot_id: str = "",
+    width: int = 440,
+    height: int = 250,
+    legend: str = "top",  # "top" (small multiples) or "right"
+    marks: list[Mark] | None = None,
+    vlines: list[VLine] | None = None,
+    x_range: tuple[float, float] | None = None,
+    max_points: int = MAX_POINTS,
+    y_floor_zero: bool = True,
+    y_range: tuple[float, float] | None = None,
+    log: bool | None = None,
+    note: str = "",
 ) -> str:
-    left, right, top, bottom = 62, 200, 26, 42
+    """One plot. `marks` sit on the x axis (a run that stopped there); `note`
+    is written in the plot area when no series has points. `y_range` and `log`
+    give several panels the same y axis (see `shared_y`)."""
+    marks, vlines = marks or [], vlines or []
+    top = 26 + (17 if legend == "top" else 0)
+    left, bottom = 54, 36
+    right = 190 if legend == "right" else 14
     pw, ph = width - left - right, height - top - bottom
-    drawn = [(s, thin(s.points)) for s in series if s.points]
-    xs = [x for _, pts in drawn for x, _ in pts] or [0.0, 1.0]
-    ys = [y for _, pts in drawn for _, y in pts] or [0.0, 1.0]
-    x0, x1 = min(xs), max(xs)
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
-    log = use_log_scale(ys)
-    if log:
-        y0, y1, ticks = _log_ticks(min(ys), max(ys))
-    else:
-        y0, y1, ticks = _linear_ticks(min(0.0, min(ys)), max(ys))
-
-    def ty(v: float) -> float:
-        return math.log10(v) if log else v
-
-    def px(x: float) -> float:
-        return left + (x - x0) / (x1 - x0) * pw
-
-    def py(y: float) -> float:
-        return top + ph - (ty(y) - ty(y0)) / (ty(y1) - ty(y0)) * ph
-
-    scale = "log scale" if log else "linear scale"
+    drawn = [(s, thin(s.points, max_points)) for s in series if s.points]
+    ax = _axes(drawn, (left, top, pw, ph), x_range, y_floor_zero, 5 if ph > 150 else 3, y_range, log)
+    scale = "log" if ax.log else "linear"
     out = [
         f'<svg class="plot" id="{escape(plot_id)}" xmlns="http://www.w3.org/2000/svg" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'data-y-scale="{"log" if log else "linear"}" aria-label="{escape(title)}">',
-        f"<title>{escape(title)} ({scale})</title>",
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'data-y-scale="{scale}" aria-label="{escape(title)}">',
+        f"<title>{escape(title)} ({scale} scale)</title>",
         f'<rect class="plot-area" x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>',
-        f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>',
+        f'<text x="{left}" y="15" font-size="12.5" font-weight="bold">{escape(title)}</text>',
     ]
-    for t in ticks:
-        y = py(t)
+    for t in ax.y_ticks:
+        y = ax.py(t)
         out.append(
-            f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
-            f'<text x="{left - 5}" y="{y + 4:.1f}" font-size="11" text-anchor="end">'
-            f"{_label(t)}</text>"
+            f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e6e6e6"/>'
+            f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10.5" text-anchor="end">{label(t)}</text>'
         )
-    _, _, xticks = _linear_ticks(x0, x1)
+    _, _, xticks = _linear_ticks(ax.x0, ax.x1, 5 if pw > 300 else 3)
     for t in xticks:
-        if x0 <= t <= x1:
-            x = px(t)
+        if ax.x0 <= t <= ax.x1:
+            x = ax.px(t)
             out.append(
                 f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#999"/>'
-                f'<text x="{x:.1f}" y="{top + ph + 16}" font-size="11" text-anchor="middle">'
-                f"{_label(t)}</text>"
+                f'<text x="{x:.1f}" y="{top + ph + 15}" font-size="10.5" text-anchor="middle">{label(t)}</text>'
             )
     out.append(
-        f'<text x="{left + pw / 2:.0f}" y="{height - 6}" font-size="12" text-anchor="middle">{escape(x_label)}</text>'
+        f'<text x="{left + pw / 2:.0f}" y="{height - 4}" font-size="11" text-anchor="middle">{escape(x_label)}</text>'
+        f'<text transform="translate(12 {top + ph / 2:.0f}) rotate(-90)" font-size="11" text-anchor="middle">'
+        f"{escape(y_label)}{' (log)' if ax.log else ''}</text>"
     )
-    out.append(
-        f'<text transform="translate(14 {top + ph / 2:.0f}) rotate(-90)" font-size="12" '
-        f'text-anchor="middle">{escape(y_label)}{" (log)" if log else ""}</text>'
-    )
-    for s, pts in drawn:
-        dash = ' stroke-dasharray="6 3"' if s.dashed else ""
-        coords = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
+    for v in vlines:
+        x = ax.px(v.x)
         out.append(
-            f'<g class="series" data-series="{escape(s.label)}" data-points="{len(pts)}" '
-            f'data-samples="{len(s.points)}">'
+            f'<g class="vline"><line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="#555" '
+            f'stroke-dasharray="2 3"/><text x="{x + 3:.1f}" y="{top + 11}" font-size="10">{escape(v.label)}</text></g>'
         )
-        if len(pts) >= 2:
-            out.append(f'<polyline points="{coords}" fill="none" stroke="{s.color}" stroke-width="1.4"{dash}/>')
-        lx, ly = pts[-1]
-        out.append(f'<circle cx="{px(lx):.1f}" cy="{py(ly):.1f}" r="2.6" fill="{s.color}"/></g>')
-    for i, s in enumerate(series):
-        y = top + 8 + i * 17
-        lx = left + pw + 12
-        dash = ' stroke-dasharray="6 3"' if s.dashed else ""
+    if not drawn and note:
         out.append(
-            f'<g class="legend"><line x1="{lx}" x2="{lx + 24}" y1="{y}" y2="{y}" stroke="{s.color}" '
-            f'stroke-width="2"{dash}/><text x="{lx + 30}" y="{y + 4}" font-size="11">'
-            f"{escape(s.label)}</text></g>"
+            f'<text x="{left + pw / 2:.0f}" y="{top + ph / 2:.0f}" font-size="11" text-anchor="middle" '
+            f'fill="#555">{escape(note)}</text>'
         )
+    out += [_series_svg(s, pts, ax) for s, pts in drawn]
+    for m in marks:
+        x = min(max(ax.px(m.x), left + 4), left + pw - 4)
+        y = top + ph - 8
+        anchor = "end" if x > left + pw * 0.6 else "start"
+        dx = -7 if anchor == "end" else 7
+        out.append(
+            f'<g class="mark">{marker("cross", x, y, m.color, 4.5)}'
+            f'<text x="{x + dx:.1f}" y="{y - 6:.1f}" font-size="10.5" text-anchor="{anchor}" '
+            f'fill="{m.color}">{escape(m.label)}</text></g>'
+        )
+    if legend == "right":
+        for i, s in enumerate(series):
+            out.append(_legend_item(s, left + pw + 12, top + 8 + i * 17))
+    else:
+        x = float(left)
+        for s in series:
+            out.append(_legend_item(s, x, 32))
+            x += 40 + 6.3 * len(s.label)
     out.append("</svg>")
     return "\n".join(out)
+
+
+def shared_y(panels: list[list[Series]], max_points: int = MAX_POINTS) -> tuple[tuple[float, float] | None, bool]:
+    """One y range (and scale) for a set of small multiples, from what they draw,
+    so that the panels compare at a glance."""
+    ys = [y for series in panels for s in series for _, y in thin(s.points, max_points)]
+    if not ys:
+        return None, False
+    return (min(ys), max(ys)), use_log_scale(ys)
+
+
+def line_plot(series: list[Series], *, title: str, x_label: str, y_label: str, plot_id: str = "", **kw: int) -> str:
+    """The full plot of every run: wide, legend on the right."""
+    return plot(
+        series,
+        title=title,
+        x_label=x_label,
+        y_label=y_label,
+        plot_id=plot_id,
+        legend="right",
+        width=kw.get("width", 1040),
+        height=kw.get("height", 340),
+    )
+
+
+def sparkline(
+    values: list[float | None],
+    *,
+    titles: list[str],
+    failed: list[bool],
+    changes: list[int],
+    style: Style,
+    width: int = 180,
+    height: int = 34,
+) -> str:
+    """One number across the history entries (oldest left): a line through the
+    known values, a marker on each (its title names the entry; beyond
+    `MARKED_SPARK` entries only on the last and at version changes), a cross
+    at the bottom for a run that did not finish, and a dotted rule where burn's
+    version changed (`changes`: the indexes of the first entry of a new version)."""
+    n = len(values)
+    pad = 5.0
+    known = [v for v in values if v is not None]
+    lo, hi = (min(known), max(known)) if known else (0.0, 1.0)
+    if hi == lo:
+        lo, hi = lo - 1, hi + 1
+
+    def px(i: int) -> float:
+        return pad + (i / (n - 1) if n > 1 else 0.5) * (width - 2 * pad)
+
+    def py(v: float) -> float:
+        return height - pad - 2 - (v - lo) / (hi - lo) * (height - 2 * pad - 4)
+
+    span = f"{titles[0]} … {titles[-1]}" if n > 1 else (titles[0] if titles else "")
+    out = [
+        f'<svg class="spark" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" data-points="{len(known)}"><title>{escape(span)}</title>'
+    ]
+    for i in changes:
+        x = (px(i - 1) + px(i)) / 2
+        out.append(
+            f'<line class="version" x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{height}" stroke="#555" stroke-dasharray="2 2"/>'
+        )
+    segment: list[str] = []
+    segments: list[list[str]] = [segment]
+    for i, v in enumerate(values):
+        if v is None:
+            segment = []
+            segments.append(segment)
+        else:
+            segment.append(f"{px(i):.1f},{py(v):.1f}")
+    dash = f' stroke-dasharray="{style.dash}"' if style.dash else ""
+    for seg in segments:
+        if len(seg) >= 2:
+            out.append(
+                f'<polyline points="{" ".join(seg)}" fill="none" stroke="{style.color}" stroke-width="1.4"{dash}/>'
+            )
+    marked = n <= MARKED_SPARK
+    crosses = []
+    for i, (v, t, bad) in enumerate(zip(values, titles, failed)):
+        cls = "marker last" if i == n - 1 else "marker"
+        if bad and not marked and i != n - 1:
+            x, y, r = px(i), height - pad, 2.5
+            crosses.append(
+                f"M{x - r:.1f} {y - r:.1f}L{x + r:.1f} {y + r:.1f}M{x - r:.1f} {y + r:.1f}L{x + r:.1f} {y - r:.1f}"
+            )
+            continue
+        if not marked and i != n - 1 and i not in changes:
+            continue  # a long history: the line alone, so the page stays light
+        if bad:
+            out.append(f"<g><title>{escape(t)}</title>{marker('cross', px(i), height - pad, '#000', 3.0, cls)}</g>")
+        elif v is not None:
+            r = 3.0 if i == n - 1 else 2.0
+            out.append(f"<g><title>{escape(t)}</title>{marker(style.marker, px(i), py(v), style.color, r, cls)}</g>")
+    if crosses:
+        out.append(f'<path class="marker" d="{"".join(crosses)}" stroke="#000" stroke-width="1.5" fill="none"/>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def version_strip(burns: list[str], *, width: int = 180, height: int = 16) -> str:
+    """The burn version of each history entry, as bands aligned with `sparkline`'s
+    points (same width and padding): one band and label per version run."""
+    n = len(burns)
+    pad = 5.0
+
+    def px(i: float) -> float:
+        return pad + (i / (n - 1) if n > 1 else 0.5) * (width - 2 * pad)
+
+    out = [
+        f'<svg class="spark versions" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="burn versions: {escape(", ".join(dict.fromkeys(burns)))}">'
+    ]
+    start = 0
+    for i in range(1, n + 1):
+        if i < n and burns[i] == burns[start]:
+            continue
+        x0 = 0.0 if start == 0 else (px(start - 1) + px(start)) / 2
+        x1 = float(width) if i == n else (px(i - 1) + px(i)) / 2
+        shade = "#e8e8e8" if len(out) % 2 else "#f7f7f7"
+        out.append(
+            f'<rect x="{x0:.1f}" y="0" width="{x1 - x0:.1f}" height="{height}" fill="{shade}"/>'
+            f'<text x="{x0 + 2:.1f}" y="{height - 4}" font-size="10">{escape(burns[start])}</text>'
+        )
+        start = i
+    out.append("</svg>")
+    return "".join(out)

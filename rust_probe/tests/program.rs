@@ -722,9 +722,9 @@ fn bad_ir_is_an_error_naming_the_field() {
         (
             ir(
                 good_tensors(),
-                vec![st("mul_scalar", &["x"], Some("y"), json!({"scalar": 2.0}))],
+                vec![st("mul_scalar", &["x"], Some("y"), json!({"value": 2.0}))],
             ),
-            "attrs.scalar",
+            "attrs.value",
         ),
         (
             ir(

@@ -1,0 +1,210 @@
+"""`burn-torch-diff fuzz [--budget SECONDS] [--seed N] [--max-ops K] [--out DIR] [--found DIR]`.
+
+Generates programs for `--budget` seconds, runs each under torch and burn 0.22.1
+(and torch in float64), and writes every new divergence, shrunk, as a case file
+with reproducers into `--found` (default `cases/found/`). The summary (programs
+run, programs per second, divergences new and known by class, filters, operation
+and operation-pair coverage) goes to `OUT/fuzz.json` (default `reports/fuzz/`).
+
+Exit codes: 0 no new divergence; 1 new divergences written; 2 bad input;
+3 infrastructure (a framework missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..argtypes import nonempty, path, positive_int
+from ..atomic import write_text
+from ..engine import preflight
+from ..errors import BadInput, Infrastructure
+from ..frameworks import adapter_for
+from ..paths import CASES_DIR
+from ..results import now, provenance
+from .campaign import Campaign, Found, Stats
+from .judge import record_of
+from .known import REGISTRY
+from .pool import WorkerPool
+from .record import write
+
+DEFAULT_OUT = Path("reports") / "fuzz"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to search (default 60 s; the nightly campaign uses more)",
+    )
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed (deterministic)")
+    parser.add_argument(
+        "--max-ops",
+        type=positive_int,
+        default=8,
+        metavar="K",
+        help="operations per generated program, at most (default 8)",
+    )
+    parser.add_argument(
+        "--out", type=path, default=DEFAULT_OUT, metavar="DIR", help=f"where fuzz.json goes (default {DEFAULT_OUT})"
+    )
+    parser.add_argument(
+        "--found",
+        type=path,
+        default=CASES_DIR / "found",
+        metavar="DIR",
+        help="where new divergences are written as case files (default cases/found/)",
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="S", help="per-program timeout (default 30 s)")
+    parser.add_argument(
+        "--max-programs",
+        type=positive_int,
+        metavar="N",
+        help="stop after N programs (with --seed: the same programs every time)",
+    )
+    parser.add_argument(
+        "--burn",
+        type=nonempty,
+        metavar="VERSION|latest|PATH",
+        help="fuzz another burn release (its probe is built as upgrade-check builds it); "
+        "default: the installed probe (the pinned release)",
+    )
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def summary(
+    stats: Stats, campaign: Campaign, written: list[dict[str, Any]], seed: int, budget: float
+) -> dict[str, Any]:
+    by_class: dict[str, dict[str, int]] = {"new": {}, "known": {}}
+    for key, n in stats.divergences.items():
+        kind, _, name = key.partition(":")
+        by_class[kind][name] = n
+    return {
+        "fuzz_schema_version": 1,
+        "seed": seed,
+        "budget_s": budget,
+        "seconds": round(stats.seconds, 1),
+        "programs": stats.programs,
+        "programs_per_second": round(stats.rate(), 1),
+        "shrink_evaluations": stats.shrink_evaluations,
+        "outcomes": dict(stats.outcomes),
+        "divergences": by_class,
+        "filtered": dict(stats.filtered),
+        "gradcheck": dict(stats.gradcheck),
+        "worker_crashes": stats.crashes,
+        "worker_timeouts": stats.timeouts,
+        "coverage": campaign.coverage(),
+        "known_differences": [{"id": k.id, "title": k.title, "case": k.case} for k in REGISTRY],
+        "found": written,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.budget <= 7 * 86_400:
+        raise BadInput(f"--budget: seconds above 0 and at most a week, got {args.budget}")
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out}: is a file, expected a folder")
+    if args.found.exists() and not args.found.is_dir():
+        raise BadInput(f"--found {args.found}: is a file, expected a folder")
+    preflight([], None)
+    env: dict[str, str] = {}
+    burn_label = "installed probe"
+    if args.burn:
+        from ..upgrade import build as probe_build
+        from ..upgrade import sources
+
+        source = sources.resolve(sources.parse(args.burn, "--burn"))
+        built = probe_build.build(source, _say)
+        if not built.ok or built.probe is None:
+            raise Infrastructure(
+                f"--burn {args.burn}: the probe does not build against burn {source.label}: "
+                + "; ".join(built.errors[:3])
+            )
+        env[adapter_for("program", "burn").override_env or "RUNNER_PROBE_PATH"] = built.probe
+        burn_label = f"burn {source.label} ({built.probe})"
+    started = now()
+    written: list[dict[str, Any]] = []
+    with WorkerPool(timeout_s=args.timeout, env=env) as pool:
+
+        def on_found(found: Found) -> None:
+            runs = pool.run_pair(_program(found))
+            said = {fw: _said(record_of(runs[fw], fw)) for fw in ("torch", "burn")}
+            paths = write(found, args.found, args.seed, said)
+            written.append(
+                {
+                    "signature": found.signature,
+                    "class": found.divergence.cls,
+                    "label": found.divergence.label,
+                    "detail": _jsonable(found.divergence.detail),
+                    "shrink_evaluations": found.evaluations,
+                    **paths,
+                }
+            )
+            _say(f"new divergence {found.signature}: {paths['case']}")
+
+        def progress(stats: Stats) -> None:
+            known = sum(n for k, n in stats.divergences.items() if k.startswith("known:"))
+            new = sum(n for k, n in stats.divergences.items() if k.startswith("new:"))
+            _say(
+                f"fuzz: {stats.programs} programs, {stats.rate():.0f}/s, divergences known {known}, "
+                f"new {new} ({len(written)} written)"
+            )
+
+        campaign = Campaign(pool, seed=args.seed, max_ops=args.max_ops, on_found=on_found, progress=progress)
+        _say(
+            f"fuzz: seed {args.seed}, budget {args.budget:g} s, at most {args.max_ops} operations per program, "
+            f"burn: {burn_label}"
+        )
+        stats = campaign.run(args.budget, args.max_programs)
+    doc = summary(stats, campaign, written, args.seed, args.budget)
+    doc["provenance"] = provenance(started, now()).model_dump(mode="json")
+    doc["burn"] = burn_label
+    write_text(args.out / "fuzz.json", json.dumps(doc, indent=1) + "\n")
+    print(render(doc))
+    print(f"written: {args.out / 'fuzz.json'}")
+    return 1 if written else 0
+
+
+def _program(found: Found) -> dict[str, Any]:
+    from ..program import data
+
+    return data.materialize(found.program, seed=0).model_dump(mode="json")
+
+
+def _said(run: Any) -> dict[str, Any]:
+    failure = run.failure
+    return {
+        "outcome": run.outcome,
+        "failure": None if failure is None else f"{failure.op} (op {failure.op_index}): {failure.message[:300]}",
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def render(doc: dict[str, Any]) -> str:
+    cov = doc["coverage"]
+    lines = [
+        f"fuzz: {doc['programs']} programs in {doc['seconds']} s ({doc['programs_per_second']}/s), "
+        f"{doc['shrink_evaluations']} more while shrinking",
+        f"outcomes (torch/burn): {doc['outcomes']}",
+        "divergences, known: "
+        + (", ".join(f"{k} {n}" for k, n in sorted(doc["divergences"]["known"].items())) or "none"),
+        "divergences, new: " + (", ".join(f"{k} {n}" for k, n in sorted(doc["divergences"]["new"].items())) or "none"),
+        f"filtered: {doc['filtered']}; gradient check: {doc['gradcheck']}",
+        f"coverage: {len(cov['ops'])} operations, each at least {min(cov['ops'].values()) if cov['ops'] else 0} times"
+        + (f" (below {cov['at_least']}: {', '.join(cov['below'])})" if cov["below"] else "")
+        + f"; operation pairs seen {cov['pairs_seen']} of {cov['pairs_possible']}",
+    ]
+    for f in doc["found"]:
+        lines.append(f"  new: {f['signature']} -> {f['case']}")
+    return "\n".join(lines)

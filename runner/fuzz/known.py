@@ -1,0 +1,191 @@
+"""The known differences: each documented difference between torch and burn
+0.22.1 as a predicate over a divergence (and the program it came from), with
+the catalogue case that documents it. A divergence one of them matches is
+counted as known, not reported again.
+
+Add one when a found divergence has been judged (a documented semantic
+difference, a burn bug already reported, a torch quirk) and has a catalogue
+case or an issue that explains it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .judge import Divergence
+
+Program = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Known:
+    id: str
+    title: str
+    case: str  # the catalogue case (cases/NAME.toml) or issue that documents it
+    matches: Callable[[Divergence, Program], bool]
+
+
+def _stmts(program: Program) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+
+    def walk(body: list[dict[str, Any]]) -> None:
+        for s in body:
+            out.append(s)
+            walk(s.get("body") or [])
+
+    walk(program["body"])
+    return out
+
+
+def _params(program: Program) -> set[str]:
+    return {t["name"] for t in program["tensors"] if t["role"] == "param"}
+
+
+def _descendants(program: Program, roots: set[str]) -> set[str]:
+    """The names computed from `roots`, to a fixpoint (a loop carries names into its next iteration)."""
+    found = set(roots)
+    stmts = _stmts(program)
+    while True:
+        grown = found | {s["out"] for s in stmts if s.get("out") and any(a in found for a in s.get("args", []))}
+        if grown == found:
+            return found
+        found = grown
+
+
+def _param_aliases(program: Program) -> set[str]:
+    """Params, and what burn treats as the same node: their clones (and clones of those)."""
+    aliases = set(_params(program))
+    for s in _stmts(program):
+        if s["op"] == "clone" and s["args"] and s["args"][0] in aliases and s.get("out"):
+            aliases.add(s["out"])
+    return aliases
+
+
+def _label_tensor(program: Program, label: str | None) -> str | None:
+    for s in _stmts(program):
+        if s["op"] == "observe" and s.get("attrs", {}).get("label") == label:
+            return str(s["args"][0])
+    return None
+
+
+def _detached_params(program: Program) -> set[str]:
+    params = _param_aliases(program)
+    return {s["out"] for s in _stmts(program) if s["op"] == "detach" and s["args"][0] in params and s.get("out")}
+
+
+def _detach_param(d: Divergence, program: Program) -> bool:
+    if d.cls not in ("flags", "grads"):
+        return False
+    tensor = _label_tensor(program, d.label)
+    return tensor is not None and tensor in _descendants(program, _detached_params(program))
+
+
+def _message(d: Divergence, side: str, text: str) -> bool:
+    return d.cls == "status" and text in str(d.detail.get(f"{side}_message") or "")
+
+
+def _step_consumes(d: Divergence, program: Program) -> bool:
+    return (
+        d.cls == "grads"
+        and str(d.label or "").endswith(" after step")
+        and d.detail.get("b") == "none"
+        and d.detail.get("a") != "none"
+    )
+
+
+def _clone_of_param(d: Divergence, program: Program) -> bool:
+    """The label's tensor is a param through clones only (and in-place require_grad)."""
+    if d.cls != "grads":
+        return False
+    aliases = set(_params(program))
+    for s in _stmts(program):
+        if s["op"] == "clone" and s["args"][0] in aliases and s.get("out"):
+            aliases.add(s["out"])
+    return _label_tensor(program, d.label) in aliases
+
+
+def _graph_kept_grows(d: Divergence, program: Program) -> bool:
+    """burn's step time grows in a loop while torch's stays flat: graph nodes recorded every
+    iteration stay alive (a tensor carried across iterations, p10; or tracked results the
+    backward never consumes, tracel-ai/burn#4970) and burn's backward scans them all."""
+    return d.cls == "growth" and d.detail.get("burn_ratio", 0) > d.detail.get("torch_ratio", 0)
+
+
+VIEWS = ("detach", "reshape", "transpose")
+
+
+def _view_of_param_after_step(d: Divergence, program: Program) -> bool:
+    """torch's detach() (and reshape, transpose) of a parameter is a view of its storage: the
+    optimizer's in-place update changes it. burn's tensors are values: the snapshot keeps the
+    values it had. The catalogue's detach_alias_inplace shows both."""
+    if d.cls != "values":
+        return False
+    stmts = _stmts(program)
+    if not any(s["op"] == "step" for s in stmts):
+        return False
+    params = _params(program)
+    views = set(params)
+    for s in stmts:
+        if s["op"] in VIEWS and s["args"] and s["args"][0] in views and s.get("out"):
+            views.add(s["out"])
+    tensor = _label_tensor(program, d.label)
+    return tensor is not None and tensor in views and tensor not in params
+
+
+REGISTRY: tuple[Known, ...] = (
+    Known(
+        "detach-param-keeps-tracking",
+        "burn's detach() of a parameter gives a new leaf that still requires grad (tracked, with a gradient of its own)",
+        "no_grad_vs_detach",
+        _detach_param,
+    ),
+    Known(
+        "consumed-tape-panic",
+        "a second backward over a consumed graph panics in burn (torch raises, or allows it when nothing was saved)",
+        "backward_twice",
+        lambda d, p: _message(d, "burn", "graph tape has already been consumed"),
+    ),
+    Known(
+        "non-leaf-require-grad-panic",
+        "require_grad() of a tracked non-leaf panics in burn; torch accepts requires_grad_() there",
+        "require_grad_nonleaf",
+        lambda d, p: _message(d, "burn", "Can't convert a non leaf tensor"),
+    ),
+    Known(
+        "step-consumes-gradients",
+        "burn's optimizer step consumes the gradients; torch keeps .grad until zero_grad()",
+        "grad_accumulation",
+        _step_consumes,
+    ),
+    Known(
+        "kept-graph-grows",
+        "graph nodes recorded every iteration stay alive (a carried tensor, or results no backward consumes): "
+        "burn's step time grows, torch's does not",
+        "p10_program, total_loss_graph, forward_only_loop (tracel-ai/burn#4970)",
+        _graph_kept_grows,
+    ),
+    Known(
+        "view-of-param-follows-the-step",
+        "torch's detach()/reshape/transpose of a parameter is a view: the optimizer's in-place step changes it; "
+        "burn's is a value that keeps its numbers",
+        "detach_alias_inplace",
+        _view_of_param_after_step,
+    ),
+    Known(
+        "clone-of-param-is-the-param",
+        "burn's clone() of a parameter is the same graph node and holds its gradient; "
+        "torch's clone is a non-leaf without .grad",
+        "tests/test_program_both.py::test_clone_of_a_param_holds_its_gradient_in_burn_only",
+        _clone_of_param,
+    ),
+)
+
+
+def match(d: Divergence, program: Program) -> str | None:
+    """The id of the known difference `d` is, or None if it is new."""
+    for known in REGISTRY:
+        if known.matches(d, program):
+            return known.id
+    return None

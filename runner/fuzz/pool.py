@@ -1,0 +1,217 @@
+"""Persistent worker processes for the fuzzer: many programs per process, and
+nothing lost when one crashes or hangs.
+
+Each framework has one worker (`runner.fuzz.worker`); `run_pair` sends a
+program to both and reads both answers, so torch and burn run on the two cores
+at once. `run_batch` sends many programs to one worker; when the worker dies
+or hangs in the middle of a batch, the programs it had not answered are run
+again one at a time, each in a fresh worker, so the one that crashes is named
+and the others still get their results. A crash or hang is a result
+(`outcome` "crash" / "timeout"), never an exception of the fuzzer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import IO, Any
+
+from ..execute import _worker_env
+from ..paths import PROJECT_ROOT
+
+Result = dict[str, Any]
+STDERR_TAIL = 2000
+
+
+class _Worker:
+    def __init__(self, framework: str, command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        self.framework = framework
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            command or [sys.executable, "-m", "runner.fuzz.worker", framework],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env={**_worker_env(), **(env or {})},
+            cwd=PROJECT_ROOT,
+            start_new_session=True,
+            text=True,
+            bufsize=1,
+        )
+        self.next_id = 0
+        # A reader thread turns the worker's answers into a queue: select() on a buffered
+        # text stream misses lines already read ahead into its buffer.
+        self.answers: queue.Queue[str | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read_lines, daemon=True)
+        self.reader.start()
+
+    def _read_lines(self) -> None:
+        try:
+            for line in self.stdout:
+                self.answers.put(line)
+        except (OSError, ValueError):
+            pass
+        self.answers.put(None)  # end of stream: the worker died
+
+    @property
+    def stdin(self) -> IO[str]:
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> IO[str]:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    def send(self, program: dict[str, Any], dtype: str) -> int:
+        self.next_id += 1
+        self.stdin.write(json.dumps({"id": self.next_id, "program": program, "dtype": dtype}) + "\n")
+        self.stdin.flush()
+        return self.next_id
+
+    def stderr_tail(self) -> str:
+        self.stderr.seek(0, os.SEEK_END)
+        size = self.stderr.tell()
+        self.stderr.seek(max(0, size - STDERR_TAIL))
+        return self.stderr.read().decode("utf-8", "replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self.stderr.close()
+
+
+def _failure(outcome: str, message: str) -> Result:
+    return {
+        "outcome": outcome,
+        "failure": {"message": message, "op": None, "op_index": None, "type": outcome},
+        "observations": [],
+        "step_ms": [],
+        "checkpoints": [],
+        "rss_samples": [],
+    }
+
+
+class WorkerPool:
+    """`commands` replaces a framework's worker command (tests stand in workers that crash or
+    hang); `env` is added to every worker's environment (which probe build to load)."""
+
+    def __init__(
+        self, timeout_s: float = 30.0, commands: dict[str, list[str]] | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.commands = commands or {}
+        self.env = env or {}
+        self.workers: dict[str, _Worker] = {}
+        self.crashes = 0
+        self.timeouts = 0
+
+    def _worker(self, framework: str) -> _Worker:
+        worker = self.workers.get(framework)
+        if worker is None or worker.proc.poll() is not None:
+            worker = self.workers[framework] = _Worker(framework, self.commands.get(framework), self.env)
+        return worker
+
+    def _drop(self, framework: str) -> None:
+        worker = self.workers.pop(framework, None)
+        if worker is not None:
+            worker.kill()
+
+    def _read(self, worker: _Worker, deadline: float) -> Result | None:
+        """The next answer, or None if the worker died (then it is reaped) or the deadline passed."""
+        try:
+            line = worker.answers.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if line is None:  # end of its output: it died; wait for its status
+            try:
+                worker.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            return None
+        answer: Result = json.loads(line)
+        return answer
+
+    def run_pair(
+        self, program: dict[str, Any], frameworks: tuple[str, ...] = ("torch", "burn"), dtype: str = "float32"
+    ) -> dict[str, Result]:
+        """One program under each framework at once."""
+        sent = {}
+        for fw in frameworks:
+            try:
+                sent[fw] = self._worker(fw).send(program, dtype)
+            except (BrokenPipeError, OSError):
+                self._drop(fw)
+                sent[fw] = self._worker(fw).send(program, dtype)
+        out: dict[str, Result] = {}
+        for fw in frameworks:
+            out[fw] = self._answer(fw, sent[fw], time.monotonic() + self.timeout_s)
+        return out
+
+    def _answer(self, framework: str, request: int, deadline: float) -> Result:
+        worker = self._worker(framework)
+        answer = self._read(worker, deadline)
+        if answer is not None and answer.get("id") == request:
+            result: Result = answer["result"]
+            return result
+        died = worker.proc.poll() is not None
+        tail = worker.stderr_tail()
+        self._drop(framework)
+        if died:
+            self.crashes += 1
+            code = worker.proc.returncode
+            how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+            return _failure("crash", f"the {framework} worker died ({how}): {tail.strip()[-800:]}")
+        self.timeouts += 1
+        return _failure("timeout", f"no answer from the {framework} worker within {self.timeout_s:g} s")
+
+    def run_batch(self, framework: str, programs: list[dict[str, Any]], dtype: str = "float32") -> list[Result]:
+        """Many programs in one worker; after a crash or hang, the unanswered ones one at a time."""
+        worker = self._worker(framework)
+        ids = list(range(worker.next_id + 1, worker.next_id + 1 + len(programs)))
+
+        def feed() -> None:  # in a thread: the worker's answers must be read while it is fed
+            try:
+                for p in programs:
+                    worker.send(p, dtype)
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the worker died: its unanswered programs are rerun one at a time
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        results: list[Result | None] = [None] * len(programs)
+        deadline_each = self.timeout_s
+        for i, request in enumerate(ids):
+            answer = self._read(self._worker(framework), time.monotonic() + deadline_each)
+            if answer is None or answer.get("id") != request:
+                self._drop(framework)
+                for j in range(i, len(programs)):
+                    results[j] = self._single(framework, programs[j], dtype)
+                break
+            results[i] = answer["result"]
+        feeder.join(timeout=5)
+        return [r if r is not None else _failure("crash", "lost") for r in results]
+
+    def _single(self, framework: str, program: dict[str, Any], dtype: str) -> Result:
+        return self.run_pair(program, (framework,), dtype)[framework]
+
+    def close(self) -> None:
+        for fw in list(self.workers):
+            self._drop(fw)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,62 @@
+"""A long-lived fuzz worker: `python -m runner.fuzz.worker torch|burn`.
+
+Reads one JSON request per line on stdin (`{"id": n, "program": IR, "dtype":
+"float32"}`), runs the program with its framework's interpreter, and writes one
+JSON line `{"id": n, "result": ...}` on the protocol stream. Anything else the
+process prints (a framework's warnings) goes to stderr, never into the
+protocol. A crash or hang of the interpreter ends the process: the pool names
+the program it was running and starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+
+def _runner(framework: str) -> Callable[[dict[str, Any], str], dict[str, Any]]:
+    if framework == "torch":
+        import torch
+
+        from ..program import torch_interp
+
+        torch.set_num_threads(1)
+
+        def run_torch(program: dict[str, Any], dtype: str) -> dict[str, Any]:
+            return torch_interp.run(program, dtype=torch.float64 if dtype == "float64" else torch.float32)
+
+        return run_torch
+    from ..adapters.burn_p10 import _probe
+
+    def run_burn(program: dict[str, Any], dtype: str) -> dict[str, Any]:
+        result: dict[str, Any] = _probe.run_program(json.dumps(program))
+        return result
+
+    return run_burn
+
+
+def main(argv: list[str]) -> int:
+    framework = argv[0]
+    protocol = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # stray prints go to stderr
+    run = _runner(framework)
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            result = run(request["program"], request.get("dtype", "float32"))
+        except Exception as err:  # the interpreter refused the program: a runner-level error
+            result = {
+                "outcome": "error",
+                "failure": {"message": f"{type(err).__name__}: {err}", "type": "worker", "op": None, "op_index": None},
+                "traceback": traceback.format_exc(limit=-4),
+            }
+        protocol.write(json.dumps({"id": request["id"], "result": result}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,166 @@
+"""The first screen of `report.html`: one card per known difference (what
+PyTorch does, what burn does, the evidence from this run, the fix, the burn
+versions it was seen on), then the expectations that do not hold."""
+
+from __future__ import annotations
+
+from ..fmt import fmt, observed_text
+from .differences import ROLE_DIFFERENCE, ROLE_FIX, Difference, Fact, PairEvidence, slug
+from .html_base import e, holds_text, prose, verdict
+from .model import Report
+
+ROLE_TEXT = {
+    ROLE_DIFFERENCE: "the difference",
+    ROLE_FIX: "the fix, against PyTorch",
+}
+
+
+def _claim_cell(fact: Fact) -> str:
+    if fact.claim is None:
+        return '<td class="note">shown, not claimed</td>'
+    passed, checked = fact.holds
+    more = f' <span class="note">({e(holds_text(fact.holds))})</span>' if checked > 1 and passed != checked else ""
+    return f'<td class="claim">{e(fact.claim)} {verdict(fact.verdict)}{more}</td>'
+
+
+def _evidence_rows(ev: PairEvidence) -> list[str]:
+    """A difference pair: one row per property. A fix (or a pair within one
+    framework): one row, both runs' values in a few characters."""
+    role = ROLE_TEXT.get(ev.role, ev.role)
+    if ev.role != ROLE_DIFFERENCE:
+        names = ", ".join(f.label.split(" (")[0] for f in ev.facts)
+        head = f'<th class="pair" scope="row">{e(ev.pair.a)} vs {e(ev.pair.b)} <span class="note">· {e(role)}</span>'
+        if not ev.ran:
+            return [f'<tr>{head}</th><td colspan="3" class="note">not run</td></tr>']
+        a = ", ".join(f.short_a for f in ev.facts)
+        b = ", ".join(f.short_b for f in ev.facts)
+        claims = sorted({f.claim for f in ev.facts if f.claim})
+        claim = f"{e('/'.join(claims))} {verdict(ev.verdict)}" if claims else "-"
+        return [
+            f'<tr>{head}<br><span class="note">{e(names)}</span></th><td>{e(ev.pair.a)}: {e(a)}</td>'
+            f'<td>{e(ev.pair.b)}: {e(b)}</td><td class="claim">{claim}</td></tr>'
+        ]
+    head = (
+        f'<tr><th class="pair" scope="rowgroup">{e(ev.pair.a)} vs {e(ev.pair.b)} <span class="note">· {e(role)}'
+        f'</span></th><th scope="col">{e(ev.pair.a)}</th><th scope="col">{e(ev.pair.b)}</th><th scope="col">claim</th></tr>'
+    )
+    if not ev.ran:
+        return [head, '<tr><td colspan="4" class="note">not run on any machine of this report</td></tr>']
+    rows = [head]
+    for f in ev.facts:
+        rows.append(f'<tr><td class="prop">{e(f.label)}</td><td>{e(f.a)}</td><td>{e(f.b)}</td>{_claim_cell(f)}</tr>')
+        if f.detail:
+            rows.append(f'<tr><td colspan="4" class="detail">{e(f.detail)}</td></tr>')
+    return rows
+
+
+def _evidence(diff: Difference, machines: int) -> str:
+    shown = next((ev.machine for ev in diff.evidence if ev.ran), "")
+    where = f" ({e(shown)}{f'; claims checked on {machines} machines' if machines > 1 else ''})" if shown else ""
+    rows = [r for ev in diff.evidence for r in _evidence_rows(ev)]
+    return (
+        f'<p class="label">Evidence from this run{where}</p>'
+        f'<div class="scroll"><table class="evidence"><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+
+
+def _sightings(diff: Difference) -> str:
+    if not diff.sightings:
+        return '<p class="note">No run with the pair verdicts of this difference.</p>'
+    chips = "".join(
+        f'<span class="chip {s.state.replace(" ", "-")}">burn {e(s.burn)}: {e(s.text())}</span>' for s in diff.sightings
+    )
+    return f'<p class="chips">{chips}</p>'
+
+
+def _runs_text(diff: Difference, side: str) -> str:
+    """For a card without [about]: what the runs of one side showed."""
+    parts = []
+    for ev in diff.evidence:
+        if ev.role != ROLE_DIFFERENCE or not ev.ran:
+            continue
+        run = ev.pair.a if side == "a" else ev.pair.b
+        values = ", ".join(f"{f.label.split(' (')[0]} {f.short_a if side == 'a' else f.short_b}" for f in ev.facts)
+        parts.append(f"<code>{e(run)}</code>: {e(values)}")
+    return "<br>".join(parts)
+
+
+def _programs(diff: Difference) -> str:
+    if not diff.programs:
+        return ""
+    blocks = []
+    for name, (source, torch_code, burn_code) in diff.programs.items():
+        blocks.append(
+            f'<p class="note">variant <code>{e(name)}</code></p><div class="code2">'
+            f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(torch_code or source)}</code></pre></figure>"
+            f"<figure><figcaption>burn</figcaption><pre><code>{e(burn_code or source)}</code></pre></figure></div>"
+        )
+    return f"<details><summary>The program, as PyTorch and as burn code</summary>{''.join(blocks)}</details>"
+
+
+def card(diff: Difference, machines: int) -> str:
+    gone = diff.state == "not seen"
+    state = ""
+    if gone:
+        state = '<p class="lede">Not seen in this run: no claim of the difference holds (see the evidence).</p>'
+    elif diff.state == "partly":
+        state = '<p class="lede">Partly seen in this run: some claims of the difference do not hold (FAIL below).</p>'
+    if diff.documented:
+        about = (
+            f'<p class="label torch">PyTorch</p><p>{prose(diff.torch)}</p>'
+            f'<p class="label burn">burn</p><p>{prose(diff.burn)}</p>'
+        )
+    else:
+        about = (
+            '<p class="note">The case carries no [about] (or the results predate it): the title is the '
+            "pair's reason; below, what the runs showed.</p>"
+            f'<p class="label torch">PyTorch</p><p>{_runs_text(diff, "a")}</p>'
+            f'<p class="label burn">burn</p><p>{_runs_text(diff, "b")}</p>'
+        )
+    fix = (
+        f'<p class="label fix">Fix</p><p class="fixtext">{prose(diff.fix)}</p>'
+        if diff.fix
+        else '<p class="label fix">Fix</p><p class="note">None declared: no <code>same</code> pair from this '
+        "PyTorch run to a burn run.</p>"
+    )
+    sources = (
+        f'<p class="sources">Sources: {", ".join(f"<code>{e(s)}</code>" for s in diff.sources)}</p>'
+        if diff.sources
+        else ""
+    )
+    return (
+        f'<article class="card{" gone" if gone else ""}" id="{e(diff.anchor)}" data-case="{e(diff.case)}">'
+        f'<h3>{e(diff.title)} <span class="case">· case <a href="#case-{slug(diff.case)}">{e(diff.case)}</a></span></h3>'
+        f'{state}<div class="body"><div class="about">{about}{fix}'
+        f'<p class="label">Seen on</p>{_sightings(diff)}{sources}</div>'
+        f'<div class="evidence-col">{_evidence(diff, machines)}{_programs(diff)}</div></div></article>'
+    )
+
+
+def section(report: Report) -> str:
+    diffs = report.differences
+    n = len(diffs)
+    intro = (
+        f"<h2>What differs: {n} known difference{'s' * (n != 1)}</h2>"
+        if n
+        else "<h2>What differs</h2><p>No case of this report claims a difference between PyTorch and burn.</p>"
+    )
+    cards = "".join(card(d, len(report.machines)) for d in diffs)
+    return f'<section id="differences">{intro}<div class="cards">{cards}</div></section>'
+
+
+def failing(report: Report) -> str:
+    """The expectations that do not hold, one line each (the full table is further down)."""
+    rows = [(m, x) for m in report.machines for x in m.doc.expectations if not x.passed]
+    if not rows:
+        return ""
+    multi = len(report.machines) > 1
+    items = "".join(
+        f"<li>{e(m.label) + ': ' if multi else ''}<b>{e(x.case)} {e(x.subject)}</b> {e(x.check)}: "
+        f"expected {e(fmt(x.expected))}, observed {e(observed_text(x))} {verdict(False)}</li>"
+        for m, x in rows
+    )
+    return (
+        f'<section id="failing"><h2>Expectations that do not hold ({len(rows)})</h2><ul>{items}</ul>'
+        '<p class="note">Every expectation: <a href="#expectations">the table at the end</a>.</p></section>'
+    )

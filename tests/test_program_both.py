@@ -1,0 +1,114 @@
+"""Every operation of the table, run by both interpreters on shared data: the
+values (and the gradients, where the operation has them) agree within the
+default tolerance, and an operation one framework lacks is `unsupported` there.
+
+Real torch and the real probe, in this process (the runner's workers are
+tested elsewhere); tensors are tiny, so the whole module takes seconds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from runner import _probe
+from runner.adapters.program_record import to_record
+from runner.model.case import Tolerance
+from runner.model.results import RawRun, from_data
+from runner.oracles import compare_observations
+from runner.program import data, syntax, torch_interp
+from runner.program.ops import OPS
+
+# op -> a program that uses it, observing its result (and, when it has a gradient, the params').
+PROGRAMS: dict[str, str] = {
+    "detach": "a = param(2, 3)\nb = detach(a * 2.0)\nobserve(b)",
+    "require_grad": "x = input(2, 3)\ny = x * 2.0\nrequire_grad(y)\nloss = sum(y * y)\nbackward(loss)\nobserve(y)",
+    "clone": "a = param(2, 3)\nb = clone(a)\nbackward(sum(b * b))\nobserve(b)\nobserve(a)",
+    "add": "a = param(2, 3)\nb = param(2, 3)\nc = a + b\nbackward(sum(c * c))\nobserve(c)\nobserve(a)\nobserve(b)",
+    "sub": "a = param(2, 3)\nb = param(2, 3)\nc = a - b\nbackward(sum(c * c))\nobserve(c)\nobserve(a)\nobserve(b)",
+    "mul": "a = param(2, 3)\nb = param(2, 3)\nc = a * b\nbackward(sum(c))\nobserve(c)\nobserve(a)\nobserve(b)",
+    "div": 'a = param(2, 3)\nb = param(2, 3, init="positive")\nc = a / b\nbackward(sum(c))\nobserve(c)\nobserve(a)\nobserve(b)',
+    "neg": "a = param(2, 3)\nc = -a\nbackward(sum(c * c))\nobserve(c)\nobserve(a)",
+    "matmul": "a = param(2, 3)\nb = param(3, 4)\nc = a @ b\nbackward(sum(c))\nobserve(c)\nobserve(a)\nobserve(b)",
+    "transpose": "a = param(2, 3)\nc = transpose(a)\nbackward(sum(c * c))\nobserve(c)\nobserve(a)",
+    "add_scalar": "a = param(2, 3)\nc = a + 1.5\nbackward(sum(c * c))\nobserve(c)\nobserve(a)",
+    "mul_scalar": "a = param(2, 3)\nc = a * -0.5\nbackward(sum(c * c))\nobserve(c)\nobserve(a)",
+    "powi": "a = param(2, 3)\nc = a ** 3\nbackward(sum(c))\nobserve(c)\nobserve(a)",
+    "exp": "a = param(2, 3)\nc = exp(a)\nbackward(sum(c))\nobserve(c)\nobserve(a)",
+    "log": 'a = param(2, 3, init="positive")\nc = log(a)\nbackward(sum(c))\nobserve(c)\nobserve(a)',
+    "sqrt": 'a = param(2, 3, init="positive")\nc = sqrt(a)\nbackward(sum(c))\nobserve(c)\nobserve(a)',
+    "abs": "a = param(2, 3)\nc = abs(a)\nbackward(sum(c))\nobserve(c)\nobserve(a)",
+    "tanh": "a = param(2, 3)\nc = tanh(a)\nbackward(sum(c))\nobserve(c)\nobserve(a)",
+    "relu": "a = param(2, 3)\nc = relu(a)\nbackward(sum(c))\nobserve(c)\nobserve(a)",
+    "sigmoid": "a = param(2, 3)\nc = sigmoid(a)\nbackward(sum(c))\nobserve(c)\nobserve(a)",
+    "sum": "a = param(2, 3)\nc = sum(a * a)\nbackward(c)\nobserve(c)\nobserve(a)",
+    "mean": "a = param(2, 3)\nc = mean(a * a)\nbackward(c)\nobserve(c)\nobserve(a)",
+    "sum_dim": "a = param(2, 3)\nc = sum_dim(a, 1)\nbackward(sum(c * c))\nobserve(c)\nobserve(a)",
+    "reshape": "a = param(2, 3)\nc = reshape(a, [3, 2])\nbackward(sum(c * c))\nobserve(c)\nobserve(a)",
+    "item": "a = param(2, 3)\nitem(sum(a))\nobserve(a)",
+    "add_scalar_": "x = input(2, 3)\nb = clone(x)\nadd_scalar_(b, 2.0)\nobserve(b)",
+    "linear": "lin = Linear(3, 2)\nx = input(4, 3)\ny = lin(x)\nbackward(sum(y * y))\nobserve(y)\nobserve(lin.weight)\nobserve(lin.bias)",
+    "backward": "a = param(2, 3)\nbackward(sum(a * a))\nobserve(a)",
+    "grad": "a = param(2, 3)\nbackward(sum(a * a))\ng = grad(a)\nobserve(g)",
+    "sgd": (
+        "a = param(2, 3)\nopt = sgd(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.01, nesterov=True)\n"
+        "for i in range(5):\n    zero_grad(opt)\n    backward(sum(a * a))\n    step(opt)\nobserve(a)"
+    ),
+    "adam": (
+        "a = param(2, 3)\nopt = adam(lr=0.05, beta1=0.8, beta2=0.99, eps=1e-6, weight_decay=0.01)\n"
+        "for i in range(5):\n    zero_grad(opt)\n    backward(sum(a * a))\n    step(opt)\nobserve(a)"
+    ),
+    "step": "a = param(2, 3)\nopt = sgd(lr=0.5)\nbackward(sum(a * a))\nstep(opt)\nobserve(a, values=True)",
+    "zero_grad": "a = param(2, 3)\nopt = sgd(lr=0.5)\nbackward(sum(a * a))\nzero_grad(opt)\nobserve(a)",
+    "freeze": "a = param(2, 3)\nb = param(2, 3)\nopt = sgd(lr=0.5)\nfreeze(b)\nbackward(sum(a * b))\nstep(opt)\nobserve(a)\nobserve(b)",
+    "observe": 'a = param(2, 3)\nobserve(a, "the label")',
+    "repeat": "a = param(2, 3)\nfor i in range(3):\n    a2 = a * 2.0\nobserve(a2)",
+    "without_autodiff": "a = param(2, 3)\nb = without_autodiff(a) * 2.0\nobserve(b)",
+    "retain_grad": "a = param(2, 3)\nh = a * 2.0\nretain_grad(h)\nbackward(sum(h * h))\nobserve(h)",
+    "no_grad": "a = param(2, 3)\nwith no_grad():\n    b = a * 2.0\nobserve(b)",
+}
+
+
+def test_every_operation_has_a_program():
+    assert set(PROGRAMS) == set(OPS)
+
+
+def _record(result: dict[str, Any]) -> RawRun:
+    return from_data(RawRun, {"case": "ops", "framework": "torch", "mode": "m", **to_record(result)})
+
+
+def _run_both(source: str) -> tuple[RawRun, RawRun]:
+    program = data.materialize(syntax.parse(source, where="test"), seed=3)
+    torch_result = torch_interp.run(program)
+    burn_result = _probe.run_program(json.dumps(program.model_dump(mode="json")))
+    return _record(torch_result), _record(burn_result)
+
+
+@pytest.mark.parametrize("op", sorted(PROGRAMS))
+def test_the_operation_agrees_on_shared_data(op: str):
+    torch_run, burn_run = _run_both(PROGRAMS[op])
+    spec = OPS[op]
+    for framework, run in (("torch", torch_run), ("burn", burn_run)):
+        if not spec.supports(framework):  # type: ignore[arg-type]
+            assert run.outcome == "unsupported" and run.failure is not None and run.failure.op == op, run
+            return
+        assert run.outcome == "ok", (framework, run.failure)
+    values = compare_observations(torch_run, burn_run, "values", None, Tolerance())
+    assert values.same is True, values.observed
+    if spec.differentiable:
+        # The params' gradients (leaves): what a non-leaf holds differs by design (torch keeps
+        # none without retain_grad; burn's clone() of a param is the same node, holding its gradient).
+        params = {o.label for o in torch_run.observations if o.flags.raw.get("is_leaf") and o.flags.requires_grad}
+        assert params, "a differentiable op's program must observe a param"
+        for label in sorted(params):
+            grads = compare_observations(torch_run, burn_run, "grads", label, Tolerance())
+            assert grads.same is True, (label, grads.observed)
+
+
+def test_clone_of_a_param_holds_its_gradient_in_burn_only():
+    """A finding, kept as a test: burn's clone() of a param is the same graph node."""
+    torch_run, burn_run = _run_both(PROGRAMS["clone"])
+    b_torch = next(o for o in torch_run.observations if o.label == "b")
+    b_burn = next(o for o in burn_run.observations if o.label == "b")
+    assert b_torch.grad is None and b_burn.grad is not None
