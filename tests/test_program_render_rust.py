@@ -235,6 +235,17 @@ for i in range(1):
 }
 
 
+FOUND = sorted(p.parent.parent.name for p in CASES_DIR.glob("found/*/rust/Cargo.toml"))[:4]
+"""Reproducers the fuzzer wrote (`cases/found/NAME/rust/`): a sample is built with the others."""
+
+
+def found_program(name: str) -> Program:
+    """The program a found case holds, with the data its reproducer was written with (seed 0)."""
+    from runner.fuzz.record import program_of
+
+    return materialize(program_of(CASES_DIR / "found" / f"{name}.toml"), 0)
+
+
 def sample_program(name: str) -> Program:
     source, extra = SAMPLE[name]
     if source.startswith("case:"):
@@ -492,8 +503,12 @@ def built() -> dict[str, Any]:
         pytest.skip("cargo is not installed")
     folder = cache_dir() / "repro-workspace"
     programs = {name: sample_program(name) for name in SAMPLE}
+    members: dict[str, Program | Path] = dict(programs)
+    for name in FOUND:
+        programs[f"found:{name}"] = found_program(name)
+        members[f"found:{name}"] = CASES_DIR / "found" / name / "rust"
     # the project's Cargo.lock: the versions the shared target directory already holds compiled
-    names = write_workspace(folder, programs, lockfile=PROJECT_ROOT / "Cargo.lock")
+    names = write_workspace(folder, members, lockfile=PROJECT_ROOT / "Cargo.lock")
     env = dict(os.environ)
     env.setdefault("CARGO_TARGET_DIR", str(target_dir()))
     started = time.monotonic()
@@ -524,6 +539,16 @@ def test_the_reproducers_build_without_warnings(built):
 @pytest.mark.parametrize("name", list(SAMPLE))
 def test_a_reproducer_prints_what_the_interpreter_observes(built, name):
     problems = agreement(built["programs"][name], built["runs"][name])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+@pytest.mark.parametrize(
+    "name", FOUND or [pytest.param("none", marks=pytest.mark.skip(reason="no cases/found/*/rust"))]
+)
+def test_a_found_reproducer_prints_what_the_interpreter_observes(built, name):
+    problems = agreement(built["programs"][f"found:{name}"], built["runs"][f"found:{name}"])
     assert not problems, "\n".join(problems)
 
 
