@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1722,50 +1721,59 @@ def write_workspace(
     """Lays out a cargo workspace in `folder` whose members are reproducers, so that one
     `cargo build --release` compiles burn once for all of them. A member is a program (rendered
     here) or the folder of a crate `write_reproducer` wrote (copied, its `[workspace]` table
-    left out). `lockfile`: a `Cargo.lock` to start from, copied over the workspace's (the project's,
-    so that the same versions, already compiled in a shared target directory, are used). Returns the members'
-    package names (their binaries' names), in order; members of an earlier layout are removed.
+    left out). `lockfile`: a `Cargo.lock` copied over the workspace's (the project's, so that the
+    versions a shared target directory already holds compiled are used). Returns the members'
+    package names (their binaries' names), in order. A file whose text has not changed is left
+    as it is (cargo rebuilds nothing for it); members of an earlier layout are removed.
 
     The workspace also has a member `unify-features` that depends on serde and serde_json with
     their default features, as the probe does: cargo then resolves burn's dependencies with the
-    same features as the probe's build, and a shared target directory already holds them."""
+    same features as the probe's build, and the burn it compiled is used."""
     folder = Path(folder)
-    crates = folder / "crates"
-    if crates.exists():
-        shutil.rmtree(crates)
-    crates.mkdir(parents=True)
+    files: dict[str, str] = {}
     names: list[str] = []
     for key, member in members.items():
         name = package_name(key)
         if name in names or name == "unify-features":
             raise ValueError(f"write_workspace: two members named {name!r}")
         names.append(name)
-        target = crates / name
         if isinstance(member, Path):
-            shutil.copytree(member, target, ignore=shutil.ignore_patterns("target", "Cargo.lock"))
-            manifest = (target / "Cargo.toml").read_text()
-            manifest = re.sub(r'(?m)^name = ".*"$', f'name = "{name}"', manifest, count=1)
-            manifest = re.sub(r"(?m)^# A project of its own.*\n|^\[workspace\]\s*$", "", manifest)
-            (target / "Cargo.toml").write_text(manifest)
+            crate: dict[str, str] = {}
+            for path in sorted(member.rglob("*")):
+                rel = path.relative_to(member).as_posix()
+                if path.is_file() and not rel.startswith("target/") and rel != "Cargo.lock":
+                    crate[rel] = path.read_text()
+            manifest = re.sub(r'(?m)^name = ".*"$', f'name = "{name}"', crate["Cargo.toml"], count=1)
+            crate["Cargo.toml"] = re.sub(r"(?m)^# A project of its own.*\n|^\[workspace\]\s*$", "", manifest)
         else:
-            for rel, text in render(member, title=key, name=name, standalone=False).items():
-                path = target / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-    unify = crates / "unify-features"
-    (unify / "src").mkdir(parents=True)
-    (unify / "Cargo.toml").write_text(
+            crate = render(member, title=key, name=name, standalone=False)
+        files.update({f"crates/{name}/{rel}": text for rel, text in crate.items()})
+    files["crates/unify-features/Cargo.toml"] = (
         '[package]\nname = "unify-features"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n'
         '[dependencies]\nserde = "1"\nserde_json = "1"\n'
     )
-    (unify / "src" / "lib.rs").write_text("//! Only its dependencies matter (see the workspace's Cargo.toml).\n")
+    files["crates/unify-features/src/lib.rs"] = "//! Only its dependencies matter (see the workspace's Cargo.toml).\n"
     listed = ",\n".join(f'    "crates/{n}"' for n in [*names, "unify-features"])
-    (folder / "Cargo.toml").write_text(
+    files["Cargo.toml"] = (
         "# Reproducers built together: one compiled burn for all (runner.program.render_rust.write_workspace).\n"
         f'[workspace]\nresolver = "2"\nmembers = [\n{listed},\n]\n'
     )
     if lockfile is not None and lockfile.exists():
-        shutil.copyfile(lockfile, folder / "Cargo.lock")
+        files["Cargo.lock"] = lockfile.read_text()
+    crates = folder / "crates"
+    if crates.exists():
+        for path in sorted(crates.rglob("*"), reverse=True):
+            rel = path.relative_to(folder).as_posix()
+            if path.is_file() and rel not in files:
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+    for rel, text in files.items():
+        path = folder / rel
+        if path.is_file() and path.read_text() == text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     return names
 
 
