@@ -25,6 +25,9 @@ for operation:
 - the gradients held between `backward` and `step` / `zero_grad` are a `Gradients` (`grads`),
   and with `backward(accumulate=True)` the params' sum in a `GradientsParams` (`grads_sum`)
   made with `GradientsAccumulator`;
+- inside the timed loop observations are recorded at the checkpoints only, and the last
+  iteration's are printed when it ends, their values read then (a panic before prints them
+  without values), as the interpreter reads them outside the timed region;
 - a loop whose values change type (rank, layout, gradients held) between iterations has its
   first iterations written out before the `for`, so that every Rust variable has one type.
 
