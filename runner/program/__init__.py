@@ -7,5 +7,7 @@
 - `syntax`: `parse(source, where=...)` -> `ParsedProgram`, and `unparse(program)`;
 - `data`: `materialize(parsed, seed)` -> `Program` (seeded float32 initial tensors);
 - `torch_interp`: `run(program)` / `run_batch(programs)` with PyTorch;
-- `render_torch`: `render(program)`, a standalone PyTorch script.
+- `render_torch`: `render(program)`, a standalone PyTorch script;
+- `render_rust`: `render(program)`, a standalone cargo project on burn 0.22.1 (the reproducer for
+  an upstream report), `sketch(program)` for report cards, `write_reproducer` / `write_workspace`.
 """

@@ -1,0 +1,565 @@
+"""Programs rendered as standalone Rust against burn 0.22.1 (`runner.program.render_rust`).
+
+The fast tests read the rendered text. The cargo test renders a sample of programs (every op
+family, the Linear layouts, optimizer loops, the p10 EMA loop at small size, panics and errors)
+into one cargo workspace, builds it once against the shared target directory, runs every
+reproducer and holds what it prints to what the burn interpreter (`_probe.run_program`)
+returns for the same IR."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner import _probe
+from runner.cases import load_case
+from runner.paths import CASES_DIR, PROJECT_ROOT, cache_dir, target_dir
+from runner.program import render_rust
+from runner.program.data import materialize
+from runner.program.ir import Program, Settings
+from runner.program.render_rust import read_run, render, sketch, write_reproducer, write_workspace
+from runner.program.syntax import parse
+
+
+def program(source: str, settings: Settings | None = None, seed: int = 3) -> Program:
+    return materialize(parse(source, where="test"), seed, settings)
+
+
+P10 = """\
+lin = Linear(16, 16)
+x = input(8, 16)
+opt = sgd(lr=1e-3)
+ema = detach(lin.weight)
+for step in range(12):
+    out = lin(x)
+    loss = mean({loss})
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    ema = ema * 0.99 + detach(lin.weight) * 0.01
+    observe(ema, values=False)
+observe(ema)
+observe(lin.weight)
+"""
+P10_SETTINGS = Settings(checkpoints=[1, 2, 6, 12], track="ema")
+
+# name -> (source, settings) or ("case:NAME", variant)
+SAMPLE: dict[str, tuple[str, Any]] = {
+    "graph-ops": (
+        """\
+w = param(3, 4, init="uniform")
+x = input(2, 3)
+d = detach(w)
+n = without_autodiff(w)
+c = clone(w)
+h = x @ c
+s = sum(h * h) + sum(d) + sum(n)
+item(s)
+backward(s)
+observe(w)
+observe(d)
+observe(n)
+observe(h, "h, a non-leaf")
+""",
+        None,
+    ),
+    "math-ops": (
+        """\
+a = param(2, 3, init="positive")
+b = param(2, 3)
+m = param(3, 2)
+x = input(2, 3)
+e = exp(a) + log(a) - sqrt(a) * abs(b) / tanh(a)
+f = relu(b) + sigmoid(b) - -e
+g = (f + 2.0) * 0.5 - 1.0
+p = g ** 3 + a ** -1
+t = transpose(p) @ x
+r = reshape(t, [-1, 9])
+q = sum_dim(reshape(r, [3, 3]), 1) + sum_dim(p @ m, 0)
+loss = mean(q) + sum(r)
+backward(loss)
+observe(e)
+observe(p)
+observe(r)
+observe(q)
+observe(a)
+observe(b)
+observe(m)
+""",
+        None,
+    ),
+    "ranks-1-to-4": (
+        """\
+a = param(2, 3, 2, init="uniform")
+b = input(2, 2, 3)
+v = param(4)
+z = param(1, 3, 2, 1)
+c = a @ b
+d = sum_dim(c, 2) * 2.0
+e = reshape(d, [2, 3, 1, 1]) + z
+loss = sum(e) + sum(v * v)
+backward(loss)
+observe(c)
+observe(e)
+observe(v)
+observe(z)
+""",
+        None,
+    ),
+    "autodiff-ops": (
+        """\
+w = param(3, 3)
+x = input(2, 3)
+h = x @ w
+k = detach(h)
+require_grad(k)
+u = sum(k * h)
+backward(u)
+g = grad(w)
+gk = grad(k)
+observe(g)
+observe(gk)
+freeze(w)
+observe(w)
+add_scalar_(w, 1.5)
+observe(w, "w after add_scalar_")
+""",
+        None,
+    ),
+    "linear-transposed": ("case:linear_layout", "transposed"),
+    "linear-copied": ("case:linear_layout", "copied"),
+    "linear-copied-nonsquare": ("case:linear_layout", "copied-nonsquare"),
+    "linear-backward": (
+        """\
+x = input(5, 4)
+lin = Linear(4, 3)
+y = lin(x)
+backward(sum(y * y))
+observe(y)
+observe(lin.weight)
+observe(lin.bias)
+""",
+        None,
+    ),
+    "optimizer-loop": (
+        """\
+lin = Linear(3, 2)
+w = param(2, 2)
+x = input(4, 3)
+sg = sgd(lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True)
+ad = adam(lr=0.01, beta1=0.8, eps=1e-6, weight_decay=0.001)
+for i in range(5):
+    y = lin(x) @ w
+    loss = mean(y ** 2)
+    zero_grad(sg)
+    backward(loss)
+    step(sg)
+    zero_grad(ad)
+    backward(mean(lin(x) ** 2))
+    step(ad)
+    observe(loss, values=False)
+observe(lin.weight)
+observe(lin.bias)
+observe(w)
+""",
+        Settings(checkpoints=[1, 5], track="loss"),
+    ),
+    "frozen-after-backward": ("case:frozen_after_backward", "default"),
+    "grad-accumulation": ("case:grad_accumulation", "accumulate"),
+    "grad-accumulation-loop": (
+        """\
+w = param(4, 2)
+x = input(3, 4)
+opt = sgd(lr=0.1)
+for i in range(4):
+    d = detach(w)
+    backward(mean((x @ w) ** 2) + sum(d), accumulate=True)
+    observe(d)
+observe(w, "grad before step")
+step(opt)
+observe(w)
+""",
+        None,
+    ),
+    "grads-held-across-iterations": (
+        """\
+w = param(3)
+x = input(3)
+for i in range(3):
+    observe(w)
+    backward(sum(w * x))
+observe(w)
+""",
+        Settings(checkpoints=[1, 2, 3]),
+    ),
+    "bound-in-the-loop": (
+        """\
+w = param(2, 2)
+x = input(2, 2)
+for i in range(3):
+    y = x @ w
+    z = y * 2.0
+observe(z)
+observe(y)
+""",
+        None,
+    ),
+    "detach-alias-inplace": ("case:detach_alias_inplace", "default"),
+    "p10-detach": (P10.format(loss="out ** 2"), P10_SETTINGS),
+    "p10-target-panics": (P10.format(loss="(out - x @ transpose(ema)) ** 2"), P10_SETTINGS),
+    "backward-twice-panics": ("case:backward_twice", "plain"),
+    "require-grad-nonleaf-panics": ("case:require_grad_nonleaf", "require"),
+    "panic-in-the-last-timed-iteration": (
+        """\
+x = input(2, 2)
+w = param(2, 2)
+c = sum(x)
+for i in range(1):
+    h = x @ w
+    observe(h)
+    b = reshape(c, [2, 2])
+    observe(b)
+""",
+        Settings(checkpoints=[1]),
+    ),
+    "grad-none-error": ("w = param(2)\nx = input(2)\ny = w * x\ng = grad(w)\nobserve(g)\n", None),
+    "log-of-negative": ("a = input(3, values=[-1, 0, 2])\nb = log(a)\nobserve(b)\n", None),
+}
+
+
+FOUND = sorted(p.parent.parent.name for p in CASES_DIR.glob("found/*/rust/Cargo.toml"))[:4]
+"""Reproducers the fuzzer wrote (`cases/found/NAME/rust/`): a sample is built with the others."""
+
+
+def found_program(name: str) -> Program:
+    """The program a found case holds, with the data its reproducer was written with (seed 0)."""
+    from runner.fuzz.record import program_of
+
+    return materialize(program_of(CASES_DIR / "found" / f"{name}.toml"), 0)
+
+
+def sample_program(name: str) -> Program:
+    source, extra = SAMPLE[name]
+    if source.startswith("case:"):
+        case = load_case(CASES_DIR / f"{source[5:]}.toml")
+        programs: dict[str, Program] = case.programs  # type: ignore[attr-defined]
+        return programs[extra] if extra in programs else next(iter(programs.values()))
+    return program(source, extra)
+
+
+# ---- the rendered text -----------------------------------------------------------------------
+
+
+def test_the_p10_loop_is_straight_line_burn():
+    files = render(program(P10.format(loss="(out - x @ transpose(ema)) ** 2"), P10_SETTINGS), title="p10 target")
+    main = files["src/main.rs"]
+    assert set(files) == {"Cargo.toml", "src/main.rs", "src/data.rs"}  # 16 x 16 and 8 x 16 go to data.rs
+    for line in [
+        "let mut ema = model.lin.weight.val().detach();  // [1] line 4",
+        "for it in 1..=12 {  // [2] line 5: the timed loop: observations at iterations 1, 2, 6, 12",
+        "let out = model.lin.forward(x.clone());  // [3] line 6",
+        # ema holds burn's [d_in, d_out] layout: torch's transpose is no operation
+        "let _t1 = ema.clone();  // [4] line 7: no operation:",
+        "let _t2 = x.clone().matmul(_t1);  // [5] line 7",
+        "let grads = loss.backward();  // [10] line 9",
+        "let grads = GradientsParams::from_grads(grads, &model);  // [11] line 10",
+        "model = opt.step(0.001, model, grads);",
+        "ema = _t5 + _t7;  // [15] line 11",
+        'observe_transposed("ema", "ema", 16, Some(it), None, ema.clone(), false);  // [16] line 12',
+        'checkpoint(it, "ema", Some(&ema));',
+    ]:
+        assert line in main, line
+    assert "// [9] line 8: zero_grad(opt): burn has nothing to reset" in main
+    assert (
+        "weight: Param::from_tensor(Tensor::<2>::from_data(TensorData::new(data::LIN_WEIGHT.to_vec(), [16, 16])" in main
+    )
+    cargo = files["Cargo.toml"]
+    assert 'name = "p10-target"' in cargo and render_rust.BURN_DEPENDENCY in cargo and "\n[workspace]\n" in cargo
+    assert "catch_unwind" not in main
+
+
+def test_every_statement_is_commented_with_its_index_and_line():
+    p = sample_program("optimizer-loop")
+    main = render(p)["src/main.rs"]
+    for st in p.statements():
+        assert f"[{st.index}] line {st.line}" in main, st
+
+
+def test_small_tensors_are_literals_in_main_and_linear_weights_follow_the_layout():
+    x = [float(i) for i in range(6)]
+    weight = [0.5, 1.5, -2.0, 3.25, 4.0, -0.125]  # torch [d_out=2, d_in=3]
+    ir = {
+        "tensors": [
+            {"name": "x", "role": "input", "shape": [2, 3], "data": x},
+            {"name": "a.weight", "role": "param", "shape": [2, 3], "data": weight, "module": "a"},
+            {"name": "b.weight", "role": "param", "shape": [2, 3], "data": weight, "module": "b"},
+        ],
+        "modules": [
+            {"name": "a", "d_in": 3, "d_out": 2, "bias": False},
+            {"name": "b", "d_in": 3, "d_out": 2, "bias": False, "layout": "copied"},
+        ],
+        "body": [
+            {"index": 0, "line": 1, "op": "linear", "args": ["a", "x"], "out": "ya"},
+            {"index": 1, "line": 2, "op": "linear", "args": ["b", "x"], "out": "yb"},
+            {"index": 2, "line": 3, "op": "observe", "args": ["ya"]},
+            {"index": 3, "line": 4, "op": "observe", "args": ["yb"]},
+        ],
+    }
+    files = render(ir)
+    main = files["src/main.rs"]
+    assert "src/data.rs" not in files
+    assert "let x = Tensor::<2>::from_floats([[0.0f32, 1.0, 2.0], [3.0, 4.0, 5.0]], &device);" in main
+    # burn's [d_in, d_out]: the transpose of torch's buffer, or the buffer as is ("copied")
+    assert "Tensor::<2>::from_floats([[0.5f32, 3.25], [1.5, 4.0], [-2.0, -0.125]], &device)" in main
+    assert "Tensor::<2>::from_floats([[0.5f32, 1.5], [-2.0, 3.25], [4.0, -0.125]], &device)" in main
+    assert "bias: None," in main and 'layout "copied"' in main
+
+
+def test_a_loop_whose_values_change_type_has_its_first_iterations_written_out():
+    main = render(sample_program("grads-held-across-iterations"))["src/main.rs"]
+    # iteration 1 holds no gradients, the next ones hold the previous backward's
+    assert "// iteration 1 of the loop at line 3, written out" in main
+    assert 'observe("w", "w", 1, Some(1), None, model.w.val(), true);' in main
+    assert "let mut grads = _t2.backward();" in main
+    assert "for it in 2..=3 {" in main
+    assert 'observe("w", "w", 1, Some(it), model.w.grad(&grads), model.w.val(), true);' in main
+    assert "grads = _t2.backward();  // [4] line 5" in main
+
+
+def test_a_name_bound_in_a_loop_and_read_after_it_is_declared_before_it():
+    main = render(sample_program("bound-in-the-loop"))["src/main.rs"]
+    assert "let mut y = Tensor::<2>::empty([1, 1], &device);" in main
+    assert "y = x.clone().matmul(model.w.val());" in main
+
+
+def test_accumulated_gradients_use_the_gradients_accumulator():
+    main = render(sample_program("grad-accumulation"))["src/main.rs"]
+    for line in [
+        "let mut fresh = _t6.backward();  // [8] line 6: accumulate=True",
+        "let mut acc = GradientsAccumulator::<Model>::new();",
+        "acc.accumulate(&model, GradientsParams::from_module(&mut grads, &model));",
+        "let grads_sum = acc.grads();",
+        'observe("grad before step", "w", 9, grads_sum.get::<2>(model.w.id), model.w.val(), true);',
+        "model = opt.step(0.1, model, grads_sum);",
+    ]:
+        assert line in main, line
+
+
+def test_names_that_are_rust_keywords_or_the_codes_own_are_renamed():
+    source = "type = input(2)\nmodel = param(2)\nW = input(2)\ngrads = type * model + W\nobserve(grads)\n"
+    main = render(program(source))["src/main.rs"]
+    assert "#![allow(non_snake_case)]" in main
+    assert "let type_ = Tensor::<1>::from_floats(" in main and "let W = " in main
+    assert "    model: Param<Tensor<1>>," in main  # a field: no clash with the variable `model`
+    assert "let _t1 = type_ * model.model.val();" in main and "let grads_ = _t1 + W;" in main
+    assert 'observe("grads", "grads", 2, None, grads_, true);' in main
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        ("a = param(2)\nwith no_grad():\n    b = a * 2.0\n", "no `no_grad`"),
+        ("a = param(2)\nb = a * 2.0\nretain_grad(b)\n", "no `retain_grad`"),
+        ("a = param(2)\nb = sum(a)\nbackward(b, retain_graph=True)\n", "retain_graph=True"),
+        ("a = param(2, 2)\nb = param(2)\nc = a + b\n", "`add` of a rank-2 and a rank-1 tensor"),
+    ],
+)
+def test_an_operation_burn_lacks_is_refused_by_name(source, refused):
+    p = program(source)
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        render(p)
+    assert sketch(p) is None
+
+
+def test_the_refused_operations_are_the_probes_unsupported_ones():
+    unsupported = {op for op, status in _probe.PROGRAM_OPS.items() if status == "unsupported"}
+    assert set(render_rust.UNSUPPORTED) == unsupported
+
+
+def test_the_sketch_is_the_code_without_data_or_printing():
+    text = sketch(program(P10.format(loss="out ** 2"), P10_SETTINGS))
+    assert text is not None
+    assert "let x = Tensor::<2>::random([8, 16], Distribution::Default, &device);" in text
+    assert "lin: LinearConfig::new(16, 16).with_bias(true).init(&device)," in text
+    assert "let mut ema = model.lin.weight.val().detach();" in text
+    assert "observe(&ema);" in text and "observe(&model.lin.weight);" in text
+    assert "// [" not in text and "from_floats" not in text and "checkpoint" not in text
+
+
+def test_write_reproducer_writes_a_crate_with_a_readme(tmp_path):
+    crate = tmp_path / "found" / "rust"
+    paths = write_reproducer(sample_program("backward-twice-panics"), crate, "found_0001")
+    assert sorted(p.relative_to(crate).as_posix() for p in paths) == ["Cargo.toml", "README.md", "src/main.rs"]
+    assert "cargo run --release" in (crate / "README.md").read_text()
+    assert 'name = "found-0001"' in (crate / "Cargo.toml").read_text()
+    with pytest.raises(ValueError, match="no_grad"):
+        write_reproducer(program("a = param(2)\nwith no_grad():\n    b = a * 2.0\n"), tmp_path / "no", "x")
+    assert not (tmp_path / "no").exists()
+
+
+def test_write_workspace_makes_members_of_programs_and_of_written_crates(tmp_path):
+    write_reproducer(sample_program("log-of-negative"), tmp_path / "found" / "rust", "case_7")
+    names = write_workspace(
+        tmp_path / "ws",
+        {"first": sample_program("grad-none-error"), "case_7": tmp_path / "found" / "rust"},
+        lockfile=PROJECT_ROOT / "Cargo.lock",
+    )
+    assert names == ["first", "case-7"]
+    root = (tmp_path / "ws" / "Cargo.toml").read_text()
+    assert '"crates/first"' in root and '"crates/case-7"' in root and '"crates/unify-features"' in root
+    copied = (tmp_path / "ws" / "crates" / "case-7" / "Cargo.toml").read_text()
+    assert "[workspace]" not in copied and 'name = "case-7"' in copied
+    assert "[workspace]" not in (tmp_path / "ws" / "crates" / "first" / "Cargo.toml").read_text()
+    assert (tmp_path / "ws" / "Cargo.lock").exists()
+
+
+def test_read_run_splits_observations_checkpoints_and_the_panic():
+    stdout = (
+        '{"label": "w", "tensor": "w", "op_index": 1, "iteration": null, "shape": [2], "values": [NaN, 1.0], '
+        '"grad": null, "flags": {}}\n{"checkpoint": 3, "track": "ema", "tracked": true, "flags": {}}\n'
+    )
+    stderr = (
+        "thread 'main' (123) panicked at /x/burn-autodiff-0.22.1/src/runtime/server.rs:75:17:\n"
+        "Cannot run backward: graph tape has already been consumed at NodeId(7).\n"
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"
+    )
+    run = read_run(stdout, stderr, 101)
+    assert math.isnan(run.observations[0]["values"][0])
+    assert run.checkpoints == [{"checkpoint": 3, "track": "ema", "tracked": True, "flags": {}}]
+    assert run.panic == {
+        "message": "Cannot run backward: graph tape has already been consumed at NodeId(7).",
+        "location": "/x/burn-autodiff-0.22.1/src/runtime/server.rs:75:17",
+    }
+
+
+# ---- the reproducers built and run -----------------------------------------------------------
+
+
+def _node_ids(text: str) -> str:
+    # NodeIds count up process-wide: the interpreter's run follows others in this process
+    return re.sub(r"NodeId\(\d+\)", "NodeId(_)", text).rstrip()
+
+
+def _close(a: list[float] | None, b: list[float] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(
+        x == y or (math.isnan(x) and math.isnan(y)) or abs(x - y) <= 1e-6 * max(1.0, abs(y)) for x, y in zip(a, b)
+    )
+
+
+def agreement(p: Program, run: render_rust.ReproducerRun) -> list[str]:
+    """How the reproducer's run differs from the interpreter's (empty: they agree)."""
+    want = _probe.run_program(p.to_json())
+    problems = []
+    got_obs, want_obs = run.observations, want["observations"]
+    if len(got_obs) != len(want_obs):
+        problems.append(f"{len(got_obs)} observations; the interpreter made {len(want_obs)}")
+    for got, obs in zip(got_obs, want_obs):
+        for key in ("label", "tensor", "op_index", "iteration", "flags"):
+            if got[key] != obs[key]:
+                problems.append(f"{obs['label']} {key}: {got[key]!r}, interpreter {obs[key]!r}")
+        if got["shape"] != list(obs["shape"]):
+            problems.append(f"{obs['label']} shape: {got['shape']}, interpreter {obs['shape']}")
+        for key in ("values", "grad"):
+            if not _close(got[key], obs[key]):
+                problems.append(f"{obs['label']} {key}: {got[key]}, interpreter {obs[key]}")
+    if p.settings.track is not None:
+        got_cps = [(c["checkpoint"], c["flags"]) for c in run.checkpoints]
+        want_cps = [(c["step"], c["flags"]) for c in want["checkpoints"]]
+        if got_cps != want_cps:
+            problems.append(f"checkpoints {got_cps}, interpreter {want_cps}")
+    failure = want["failure"]
+    if want["outcome"] == "ok":
+        if run.returncode != 0 or run.panic is not None:
+            problems.append(f"exit {run.returncode}, panic {run.panic}; the interpreter ran to the end")
+    elif run.panic is None:
+        problems.append(f"no panic; the interpreter's outcome is {want['outcome']}: {failure}")
+    else:
+        assert failure is not None
+        if _node_ids(run.panic["message"]) != _node_ids(failure["message"]):
+            problems.append(f"panic {run.panic['message']!r}, interpreter {failure['message']!r}")
+        where = failure["location"]
+        if where is not None and "/burn-" in where:
+            if run.panic["location"] != where:  # burn's own panic: the same place in burn
+                problems.append(f"panic at {run.panic['location']}, interpreter {where}")
+        elif "src/main.rs:" not in run.panic["location"]:  # the runner's error or a #[track_caller] panic
+            problems.append(f"panic at {run.panic['location']}, expected the reproducer's main.rs")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, Any]:
+    """Every sample program rendered into one workspace, built once, each run."""
+    if shutil.which("cargo") is None:
+        pytest.skip("cargo is not installed")
+    folder = cache_dir() / "repro-workspace"
+    programs = {name: sample_program(name) for name in SAMPLE}
+    members: dict[str, Program | Path] = dict(programs)
+    for name in FOUND:
+        programs[f"found:{name}"] = found_program(name)
+        members[f"found:{name}"] = CASES_DIR / "found" / name / "rust"
+    # the project's Cargo.lock: the versions the shared target directory already holds compiled
+    names = write_workspace(folder, members, lockfile=PROJECT_ROOT / "Cargo.lock")
+    env = dict(os.environ)
+    env.setdefault("CARGO_TARGET_DIR", str(target_dir()))
+    started = time.monotonic()
+    out = subprocess.run(
+        ["cargo", "build", "--release"], cwd=folder, env=env, capture_output=True, text=True, timeout=3000
+    )
+    seconds = time.monotonic() - started
+    assert out.returncode == 0, out.stderr[-6000:]
+    runs = {}
+    for name, binary in zip(programs, names):
+        exe = Path(env["CARGO_TARGET_DIR"]) / "release" / binary
+        ran = subprocess.run(
+            [str(exe)], capture_output=True, text=True, timeout=300, env=dict(os.environ, RUST_BACKTRACE="0")
+        )
+        runs[name] = read_run(ran.stdout, ran.stderr, ran.returncode)
+    return {"programs": programs, "runs": runs, "build": out.stderr, "seconds": seconds}
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+def test_the_reproducers_build_without_warnings(built):
+    warnings = [line for line in built["build"].splitlines() if line.startswith("warning")]
+    assert not warnings, built["build"][-6000:]
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+@pytest.mark.parametrize("name", list(SAMPLE))
+def test_a_reproducer_prints_what_the_interpreter_observes(built, name):
+    problems = agreement(built["programs"][name], built["runs"][name])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+@pytest.mark.parametrize(
+    "name", FOUND or [pytest.param("none", marks=pytest.mark.skip(reason="no cases/found/*/rust"))]
+)
+def test_a_found_reproducer_prints_what_the_interpreter_observes(built, name):
+    problems = agreement(built["programs"][f"found:{name}"], built["runs"][f"found:{name}"])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+def test_the_p10_reproducers_show_burns_detach_finding(built):
+    detach = built["runs"]["p10-detach"]
+    assert detach.returncode == 0
+    assert [c["checkpoint"] for c in detach.checkpoints] == [1, 2, 6, 12]
+    assert all(c["tracked"] is True for c in detach.checkpoints)  # torch's detach() EMA would be untracked
+    target = built["runs"]["p10-target-panics"]
+    assert target.panic is not None and "graph tape has already been consumed" in target.panic["message"]
+    assert "burn-autodiff-0.22.1/src/runtime/server.rs" in target.panic["location"]
+    assert [c["checkpoint"] for c in target.checkpoints] == [1, 2]  # the third backward panics
