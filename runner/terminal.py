@@ -28,8 +28,29 @@ def show(value: Any) -> str:
     return str(value)
 
 
+def catalogue(doc: ResultsDocument, width: int = 60) -> str:
+    """One row per case that says what it is about: PyTorch's behaviour, burn's, and the verdict."""
+    rows = [["case", "PyTorch", "burn 0.22.1" if not doc.provenance.burn else f"burn {doc.provenance.burn}",
+             "verdict"]]
+    for info in doc.cases:
+        if info.about is None:
+            continue
+        verdicts = [e for e in doc.expectations if e.case == info.name]
+        held = sum(e.passed for e in verdicts)
+        verdict = f"{held}/{len(verdicts)} hold" if verdicts else "not run"
+        rows.append([info.name, _cut(info.about.torch, width), _cut(info.about.burn, width), verdict])
+    return table(rows) if len(rows) > 1 else ""
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def summary(doc: ResultsDocument) -> str:
     out: list[str] = []
+    listed = catalogue(doc)
+    if listed:
+        out += ["What differs (each case's [about]; verdicts of its expectations and pairs):", listed, ""]
     rows = [
         [
             "case",
