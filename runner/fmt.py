@@ -36,7 +36,7 @@ def short(text: str, limit: int = 160) -> str:
 
 
 def outcome_text(run: RunRecord) -> str:
-    """`ok`, `panic at step 3 (backward)`, `crash SIGSEGV`, `timeout after 600 s`."""
+    """`ok`, `panic at step 3 (backward)`, `crash SIGSEGV`, `timeout after 600 s`, `out of memory (limit 8192 MiB)`."""
     if run.outcome == "panic" and run.panic is not None:
         return f"panic at step {run.panic.step} ({run.panic.phase or '?'})"
     if run.outcome == "error" and run.error is not None:
@@ -46,6 +46,9 @@ def outcome_text(run: RunRecord) -> str:
         return "crash " + (c.signal or (f"exit {c.exit_code}" if c.exit_code is not None else "(no status)"))
     if run.outcome == "timeout":
         return f"timeout after {run.timeout_s or 0:g} s"
+    if run.outcome == "oom" and run.oom is not None:
+        limit = run.oom.limit_mib
+        return "out of memory" + (f" (limit {limit} MiB)" if limit is not None else "")
     return run.outcome
 
 

@@ -133,7 +133,7 @@ _JSON_TYPES = {
 
 def _invalid(source: str, err: ValidationError, root: type[ResultsDocument] | type[Bundle]) -> BadInput:
     lines = describe_errors(err, root)
-    return BadInput(f"{source}: " + f"; {source}: ".join(lines))
+    return BadInput(f"{source}: " + f"\n{source}: ".join(lines))
 
 
 def validate(data: Any, source: str) -> ResultsDocument:

@@ -18,6 +18,7 @@ LAYERS = {
         "versions",
         "inputs",
         "atomic",
+        "limits",
         "procinfo",
         "argtypes",
         "frameworks",

@@ -14,13 +14,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
 
-from .. import versions
+from .. import limits, versions
 from ..frameworks import FRAMEWORKS, modes_of
-from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt
+from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt, quote
 
 Framework = Literal["torch", "burn"]
 # `unsupported`: a program used an operation the framework does not have (not an error of the runner).
-Outcome = Literal["ok", "panic", "error", "unsupported", "crash", "timeout"]
+# `oom`: the run reached its memory limit (`execution.memory_mib`).
+Outcome = Literal["ok", "panic", "error", "unsupported", "crash", "timeout", "oom"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 # Categorical properties a pair compares (see `runner.metrics.properties`).
 Property = Literal["outcome", "tracked", "grows", "rss_grows"]
@@ -48,7 +49,9 @@ class RunRef(Model):
     def parse(cls, text: str) -> RunRef:
         framework, sep, mode = text.partition("/")
         if not sep or framework not in FRAMEWORKS or not mode:
-            raise ValueError(f"expected FRAMEWORK/MODE with FRAMEWORK one of {', '.join(FRAMEWORKS)}, got {text!r}")
+            raise ValueError(
+                f"expected FRAMEWORK/MODE with FRAMEWORK one of {', '.join(FRAMEWORKS)}, got {quote(text)}"
+            )
         return cls(framework=framework, mode=mode)  # type: ignore[arg-type]
 
 
@@ -150,15 +153,20 @@ class PairSpec(Model):
         return same + [("differ", p) for p in self.differ]
 
 
+# A layer wider than this (a million features) is a typo, not a case.
+Dimension = Annotated[int, Field(ge=1, le=1 << 20)]
+MAX_STEPS = 10_000_000
+
+
 class P10Params(Model):
     """The p10 loop's parameters (`shared/docs/p10-experiment.md`); the defaults
     are the seed's, and the probe's own (`_probe.P10_DEFAULTS`, held together by a test)."""
 
-    d_in: PositiveInt = 512
-    d_out: PositiveInt = 512
-    batch: PositiveInt = 64
+    d_in: Dimension = 512
+    d_out: Dimension = 512
+    batch: Dimension = 64
     lr: PositiveFloat = 1e-3
-    steps: PositiveInt = 2000
+    steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] = 2000
     checkpoints: list[PositiveInt] = []  # empty: `default_checkpoints(steps)`
     ema_decay: Annotated[float, Field(ge=0, le=1)] = 0.99
     seed: NonNegativeInt = 0
@@ -215,6 +223,8 @@ class Thresholds(Model):
 
 class Execution(Model):
     timeout_s: Annotated[float, Field(gt=0, le=86_400, allow_inf_nan=False)] = 600.0
+    # The worker's address space limit (RLIMIT_AS); a run that reaches it is outcome "oom".
+    memory_mib: Annotated[int, Field(ge=limits.MIN_MEMORY_MIB, le=limits.MAX_MEMORY_MIB)] = limits.DEFAULT_MEMORY_MIB
 
 
 class About(Model):
@@ -262,7 +272,7 @@ class P10Case(Model):
             valid = modes_of(self.kind, run.framework)
             if run.mode not in valid:
                 raise ValueError(
-                    f"runs[{index}].mode: unknown mode {run.mode!r} for {run.framework}; valid: {', '.join(valid)}"
+                    f"runs[{index}].mode: unknown mode {quote(run.mode)} for {run.framework}; valid: {', '.join(valid)}"
                 )
             if run.expect.burn_versions and run.framework != "burn":
                 raise ValueError(
@@ -277,7 +287,7 @@ class P10Case(Model):
                 ref = getattr(pair, end)
                 if str(ref) not in seen:
                     raise ValueError(
-                        f"pairs[{index}].{end}: {str(ref)!r} is not a run of this case; "
+                        f"pairs[{index}].{end}: {quote(str(ref))} is not a run of this case; "
                         f"runs: {', '.join(r.key for r in self.runs)}"
                     )
         return self
@@ -297,6 +307,10 @@ class P10Case(Model):
     @property
     def timeout_s(self) -> float:
         return self.execution.timeout_s
+
+    @property
+    def memory_mib(self) -> int:
+        return self.execution.memory_mib
 
     def run(self, key: str) -> RunSpec | None:
         return next((r for r in self.runs if r.key == key), None)

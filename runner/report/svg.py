@@ -7,6 +7,10 @@ the values are all positive and span more than `LOG_SPAN` (1st to 99th
 percentile). A series longer than `MAX_POINTS` is drawn through the medians
 of groups of consecutive points (the caption says how many), so that a trend
 stays readable through per-step noise.
+
+Any finite values plot: they are drawn within +-1e300 (magnitudes below 1e-300
+count as 0, or as 1e-300 on a log axis), and an axis whose values are all one
+value is widened around it, so that no scale divides by zero or overflows.
 """
 
 from __future__ import annotations
@@ -18,6 +22,11 @@ from html import escape
 
 LOG_SPAN = 10.0
 MAX_POINTS = 500
+# Where plotted values are clamped: far inside a double's range, so that spans and steps stay finite.
+SAFE_MAX = 1e300
+SAFE_MIN = 1e-300
+# A log axis over more decades than this labels every few decades only.
+MAX_DECADES = 12
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,23 @@ def use_log_scale(values: list[float]) -> bool:
     return _percentile(values, 0.99) / _percentile(values, 0.01) > LOG_SPAN
 
 
+def _clamped(value: float, log: bool = False) -> float:
+    """`value` within +-SAFE_MAX; a magnitude below SAFE_MIN is 0 (SAFE_MIN on a log axis)."""
+    if log:
+        return min(max(value, SAFE_MIN), SAFE_MAX)
+    value = min(max(value, -SAFE_MAX), SAFE_MAX)
+    return 0.0 if abs(value) < SAFE_MIN else value
+
+
+def _widened(low: float, high: float) -> tuple[float, float]:
+    """An axis range that is not empty: one value, or values too close to tell apart, get room around them."""
+    magnitude = max(abs(low), abs(high))
+    if high > low and high - low > 1e-9 * magnitude:
+        return low, high
+    pad = magnitude * 0.01 if magnitude * 0.01 >= SAFE_MIN else 1.0
+    return low - pad, high + pad
+
+
 def _nice_step(span: float) -> float:
     raw = span / 5 if span > 0 else 1.0
     power = 10.0 ** math.floor(math.log10(raw))
@@ -64,11 +90,15 @@ def _nice_step(span: float) -> float:
 
 
 def _linear_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
+    low, high = _widened(low, high)
     step = _nice_step(high - low)
     start, end = math.floor(low / step) * step, math.ceil(high / step) * step
-    if end == start:
-        end = start + step
-    count = round((end - start) / step)
+    if not end - start > 1e-9 * max(abs(start), abs(end)):
+        start, end = low, high
+    count = min(round((end - start) / step), 20)
+    if count < 1:
+        return start, end, [start, end]
+    step = (end - start) / count
     return start, end, [start + i * step for i in range(count + 1)]
 
 
@@ -77,8 +107,9 @@ def _log_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
     if hi == lo:
         hi += 1
     multiples = (1, 2, 5) if hi - lo <= 3 else (1,)
-    ticks = [m * 10**e for e in range(lo, hi + 1) for m in multiples if m * 10**e <= 10**hi]
-    return 10.0**lo, 10.0**hi, ticks
+    stride = max(1, math.ceil((hi - lo) / MAX_DECADES))
+    ticks = [m * 10.0**e for e in range(lo, hi + 1, stride) for m in multiples if m * 10.0**e <= 10.0**hi]
+    return 10.0**lo, 10.0**hi, [t for t in ticks if t > 0]
 
 
 def _label(value: float) -> str:
@@ -101,13 +132,12 @@ def line_plot(
 ) -> str:
     left, right, top, bottom = 62, 200, 26, 42
     pw, ph = width - left - right, height - top - bottom
-    drawn = [(s, thin(s.points)) for s in series if s.points]
+    raw = [(s, thin(s.points)) for s in series if s.points]
+    log = use_log_scale([y for _, pts in raw for _, y in pts])
+    drawn = [(s, [(_clamped(x), _clamped(y, log)) for x, y in pts]) for s, pts in raw]
     xs = [x for _, pts in drawn for x, _ in pts] or [0.0, 1.0]
     ys = [y for _, pts in drawn for _, y in pts] or [0.0, 1.0]
-    x0, x1 = min(xs), max(xs)
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
-    log = use_log_scale(ys)
+    x0, x1 = _widened(min(xs), max(xs))
     if log:
         y0, y1, ticks = _log_ticks(min(ys), max(ys))
     else:
