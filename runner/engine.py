@@ -76,7 +76,14 @@ def run_all(
             index += 1
             reporter.run_started(index, total, case, spec.framework, spec.mode)
             request = RunRequest(
-                case.name, case.kind, spec.framework, spec.mode, case.params.model_dump(), case.timeout_s, env or {}
+                case.name,
+                case.kind,
+                spec.framework,
+                spec.mode,
+                case.params.model_dump(),
+                case.timeout_s,
+                env or {},
+                memory_mib=case.memory_mib,
             )
 
             def progress(
