@@ -113,7 +113,7 @@ def load_case_text(tmp_path: Path, text: str | bytes) -> None:
         assert case.name == "c" and case.runs
 
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @SETTINGS

@@ -3,14 +3,23 @@ each machine with its previous run in the history folder, and write
 `report.html`, `report.md` and `results.json` into the output folder.
 
 Everything that can fail on bad input (reading and validating results files,
-the history folder and the previous runs, rendering) happens before the first
-write. Then each file is replaced atomically (temporary file, fsync, rename):
-the three report files first, the history entries last, so an interrupted run
-leaves every file either as it was or complete, and never records a run whose
-report was not written.
+the output and history folders, the previous runs, rendering) happens before
+the first run and the first write. Then the report files and the history
+entries are written as one (`runner.atomic.write_together`, under the history
+folder's lock): each to a temporary file, and only when all are complete are
+they renamed, with signals held back. A failure or a signal before that
+leaves the previous report and the history as they were; a report and its
+history entry change together or not at all.
+
+A signal while the cases run keeps the completed runs in a kept file (marked
+partial) and leaves the report as it was. A write that fails after the runs
+(a full disk) keeps the results in a kept file too, and says where (exit 3).
+A partial results file (`--from-results`) is reported, but not added to the
+history.
 
 Exit codes: 0 nothing changed and every expectation holds; 1 otherwise;
-2 bad input; 3 infrastructure (a framework or the probe missing).
+2 bad input; 3 infrastructure (a framework or the probe missing, a write that
+failed); 128 + N after signal N.
 """
 
 from __future__ import annotations
@@ -18,16 +27,17 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import cases as case_files
+from .. import outputs
 from ..argtypes import path
-from ..atomic import write_text
 from ..engine import check
-from ..errors import BadInput
+from ..errors import BadInput, Infrastructure, Interrupted
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
-from ..results import bundle, dump, load_results
+from ..results import bundle, dump, keep_partial, load_results
 from . import html_page, markdown
 from .changes import changes
 from .history import History
@@ -35,6 +45,7 @@ from .machines import Machine, group
 from .model import Comparison, Report
 
 DEFAULT_OUT = Path("reports")
+REPORT_FILES = ("results.json", "report.md", "report.html")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,8 +79,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fresh_results(refs: list[str]) -> list[tuple[ResultsDocument, str]]:
-    doc = check(case_files.load_selected(refs), ConsoleReporter())
+def _fresh_results(refs: list[str], before_runs: Callable[[], None]) -> list[tuple[ResultsDocument, str]]:
+    cases = case_files.load_selected(refs)
+    before_runs()
+    try:
+        doc = check(cases, ConsoleReporter())
+    except Interrupted as stop:
+        keep_partial(stop, "report")
+        raise
     return [(doc, "this run")]
 
 
@@ -91,6 +108,11 @@ def build(inputs: list[tuple[ResultsDocument, str]], history: History) -> Report
     return Report(machines, [_compare(history, m) for m in machines], generated)
 
 
+def _check_outputs(out: Path, history: History) -> None:
+    outputs.check_folder(out, "--out", REPORT_FILES)
+    outputs.check_folder(history.folder, "--history")
+
+
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.exists() and not out.is_dir():
@@ -98,21 +120,41 @@ def run(args: argparse.Namespace) -> int:
     if args.from_results and args.cases:
         raise BadInput("give CASE arguments (to run them) or --from-results FILE, not both")
     history = History(args.history if args.history is not None else out / "history")
-    inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args.cases)
+    if args.from_results:
+        inputs = _from_files(args.from_results)
+        _check_outputs(out, history)
+    else:
+        inputs = _fresh_results(args.cases, lambda: _check_outputs(out, history))
     report = build(inputs, history)
     page, summary = html_page.render(report), markdown.render(report)
-    results = bundle([m.doc for m in report.machines])
+    results = dump(bundle([m.doc for m in report.machines]))
+    files = [(out / "results.json", results), (out / "report.md", summary), (out / "report.html", page)]
+    keep_as = None if args.from_results else [("report", results)]
 
-    write_text(out / "results.json", dump(results))
-    write_text(out / "report.md", summary)
-    write_text(out / "report.html", page)
-    recorded = [history.add(m) for m in report.machines]
+    recorded, partial = [], []
+    try:
+        with history.locked():
+            entries = []
+            for machine in report.machines:
+                if machine.doc.partial:
+                    partial.append(machine)
+                    continue
+                where, text = history.planned(machine)
+                recorded.append(where)
+                if text is not None:
+                    entries.append((where, text))
+            outputs.write_or_keep(files + (history.marker() + entries if entries else []), "report", keep_as)
+    except OSError as err:  # the history folder or its lock could not be made
+        kept = f"; the results are kept in {outputs.keep(*keep_as[0])}" if keep_as else ""
+        raise Infrastructure(f"--history {history.folder}: {err.strerror or err}{kept}") from None
 
     print(report.status())
-    for name in ("report.html", "report.md", "results.json"):
+    for name in REPORT_FILES:
         print(f"wrote {out / name}")
     for entry in recorded:
         print(f"history: {entry}")
+    for machine in partial:
+        print(f"history: not recorded: the results of {machine.label} are partial ({machine.doc.partial_reason})")
     if report.exit_code:
         print(f"exit 1: see {out / 'report.md'}", file=sys.stderr)
     return report.exit_code
