@@ -189,3 +189,18 @@ def test_a_failed_rename_puts_the_earlier_files_back(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert (a.read_text(), b.read_text()) == ("old a", "old b")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+def test_a_corrupt_previous_run_of_this_machine_is_found_before_the_cases_run(tmp_path, fake, capsys):
+    from runner.report.history import MARKER, MARKER_DOC
+    from runner.report.machines import fingerprint
+    from runner.results import now, provenance
+
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / MARKER).write_text(json.dumps(MARKER_DOC))
+    entry = history / f"20200101T000000Z__burn-0.22.1__{fingerprint(provenance(now(), now()))}.json"
+    entry.write_text('{"schema_version": 2, "provenance": ')
+    code = report(str(case_file(tmp_path / "c", "q", "without")), "--out", tmp_path / "out", "--history", history)
+    assert code == 2 and fake() == 0
+    assert f"{entry}: not valid JSON (truncated?)" in capsys.readouterr().err

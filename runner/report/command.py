@@ -34,14 +34,14 @@ from .. import cases as case_files
 from .. import outputs
 from ..argtypes import path
 from ..engine import check
-from ..errors import BadInput, Infrastructure, Interrupted
+from ..errors import BadInput, Infrastructure, Interrupted, RunnerError
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
-from ..results import bundle, dump, keep_partial, load_results
+from ..results import bundle, dump, keep_partial, load_results, now, provenance
 from . import html_page, markdown
 from .changes import changes
 from .history import History
-from .machines import Machine, group
+from .machines import Machine, fingerprint, group
 from .model import Comparison, Report
 
 DEFAULT_OUT = Path("reports")
@@ -113,6 +113,15 @@ def _check_outputs(out: Path, history: History) -> None:
     outputs.check_folder(history.folder, "--history")
 
 
+def _check_previous_run(history: History) -> None:
+    """Before running the cases: this machine's latest history entry must be
+    readable, or the comparison would fail after every run was made."""
+    here = provenance(now(), now())
+    latest = history.latest(fingerprint(here))
+    if latest is not None:
+        latest.load()
+
+
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.exists() and not out.is_dir():
@@ -124,9 +133,21 @@ def run(args: argparse.Namespace) -> int:
         inputs = _from_files(args.from_results)
         _check_outputs(out, history)
     else:
-        inputs = _fresh_results(args.cases, lambda: _check_outputs(out, history))
-    report = build(inputs, history)
-    page, summary = html_page.render(report), markdown.render(report)
+
+        def before_runs() -> None:
+            _check_outputs(out, history)
+            _check_previous_run(history)
+
+        inputs = _fresh_results(args.cases, before_runs)
+    try:
+        report = build(inputs, history)
+        page, summary = html_page.render(report), markdown.render(report)
+    except RunnerError as err:
+        if args.from_results:
+            raise
+        # Something changed under the history folder while the cases ran: keep what they made.
+        kept = outputs.keep("report", dump(bundle([doc for doc, _ in inputs])))
+        raise type(err)(f"{err}\nthe results of this run are kept in {kept}") from None
     results = dump(bundle([m.doc for m in report.machines]))
     files = [(out / "results.json", results), (out / "report.md", summary), (out / "report.html", page)]
     keep_as = None if args.from_results else [("report", results)]
@@ -145,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
                     entries.append((where, text))
             outputs.write_or_keep(files + (history.marker() + entries if entries else []), "report", keep_as)
     except OSError as err:  # the history folder or its lock could not be made
-        kept = f"; the results are kept in {outputs.keep(*keep_as[0])}" if keep_as else ""
-        raise Infrastructure(f"--history {history.folder}: {err.strerror or err}{kept}") from None
+        note = f"; the results are kept in {outputs.keep(*keep_as[0])}" if keep_as else ""
+        raise Infrastructure(f"--history {history.folder}: {err.strerror or err}{note}") from None
 
     print(report.status())
     for name in REPORT_FILES:

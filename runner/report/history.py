@@ -109,6 +109,11 @@ class History:
                 found.append(Entry(path, match["stamp"], match["burn"], match["fingerprint"]))
         return found
 
+    def latest(self, fingerprint: str) -> Entry | None:
+        """The latest entry of the machine with this fingerprint."""
+        mine = [e for e in self.entries() if e.fingerprint == fingerprint]
+        return mine[-1] if mine else None
+
     def previous(self, machine: Machine) -> Entry | None:
         """The latest entry of the same machine that started before this run."""
         stamp = stamp_of(machine.provenance)
