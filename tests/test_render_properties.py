@@ -2,8 +2,9 @@
 holds, the plots, the report (HTML and Markdown), the change list and the
 upgrade classifier render or compare it without an exception.
 
-The documents are the real results files (`tests/data/*.json`) and a fresh v2
-document, mutated by hypothesis at random places with hostile values: huge and
+The documents are the real results files (`tests/data/*.json`, two of schema
+1 and one of schema 2) and a v2 document whose runs end every way a run can,
+mutated by hypothesis at random places with hostile values: huge and
 tiny numbers, negative zero, deep or odd JSON, markup, long text. A mutation
 that does not validate must be refused with `BadInput`; one that validates
 must render."""
@@ -17,7 +18,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from report_fixtures import SAMPLE_1, SAMPLE_2
+from report_fixtures import SAMPLE_1, SAMPLE_2, SAMPLE_V2
 
 from runner.report import svg
 
@@ -83,7 +84,7 @@ def v2_with_every_outcome() -> dict:
 
 
 def bases(steps: int | None) -> list[dict]:
-    docs = [json.loads(SAMPLE_1.read_text()), json.loads(SAMPLE_2.read_text()), v2_with_every_outcome()]
+    docs = [json.loads(p.read_text()) for p in (SAMPLE_1, SAMPLE_2, SAMPLE_V2)] + [v2_with_every_outcome()]
     return [trimmed(d, steps) for d in docs] if steps else docs
 
 
