@@ -148,8 +148,11 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> _Ended:
         while True:
             try:
                 ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                ended = None
+            except ChildProcessError:  # reaped by someone else: its status is lost
+                _kill_group(proc.pid)
+                if proc.returncode is None:
+                    proc.returncode = 255
+                return _Ended(False, peak)
             if ended is not None:
                 _kill_group(proc.pid)
                 _pid, status, usage = os.wait4(proc.pid, 0)
