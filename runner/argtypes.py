@@ -7,7 +7,7 @@ import argparse
 import math
 from pathlib import Path
 
-from .inputs import MAX_PATH_CHARS
+from .inputs import MAX_PATH_CHARS, path_problem
 
 # A run longer than a day is a hang, not a measurement.
 MAX_TIMEOUT_S = 86_400.0
@@ -36,12 +36,11 @@ def timeout_seconds(text: str) -> float:
 
 
 def path(text: str) -> Path:
-    if len(text) > MAX_PATH_CHARS:
-        raise argparse.ArgumentTypeError(
-            f"a path of {len(text)} characters; at most {MAX_PATH_CHARS} are accepted (starts {text[:40]!r})"
-        )
-    if not text or "\0" in text:
+    if not text:
         raise argparse.ArgumentTypeError("must be a path (not empty, no NUL character)")
+    problem = path_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return Path(text)
 
 

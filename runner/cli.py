@@ -5,25 +5,27 @@ Subcommands: `check` (here), `report` (runner.report.command),
 `configure(parser)` and `run(args) -> int`.
 
 Exit codes: 0 every expectation holds (or nothing changed); 1 one does not (or
-something changed); 2 bad input (case file, arguments); 3 infrastructure
-(probe not built, framework missing, build broken).
+something changed); 2 bad input (case file, arguments, an output that cannot
+be written); 3 infrastructure (probe not built, framework missing, build
+broken, a write that failed after the runs); 128 + N when signal N (SIGINT
+130, SIGTERM 143, SIGHUP 129) stopped the command, with the completed runs kept.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from . import cases as case_files
+from . import outputs
 from .argtypes import path, positive_int, timeout_seconds
-from .atomic import write_text
 from .engine import check
-from .errors import RunnerError
+from .errors import Interrupted, RunnerError
 from .frameworks import FRAMEWORKS
 from .fuzz import command as fuzz_command
 from .progress import ConsoleReporter
 from .report import command as report_command
-from .results import dump
+from .results import dump, keep_partial, say
+from .signals import stop_on_signals
 from .terminal import summary
 from .upgrade import command as upgrade_command
 
@@ -74,9 +76,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     cases = case_files.load_selected(
         args.cases, steps=args.steps, timeout=args.timeout, frameworks=args.framework, modes=args.mode
     )
-    doc = check(cases, ConsoleReporter(verbose=not args.quiet))
     if args.json:
-        write_text(args.json, dump(doc))
+        outputs.check_file(args.json, "--json")
+    try:
+        doc = check(cases, ConsoleReporter(verbose=not args.quiet))
+    except Interrupted as stop:
+        keep_partial(stop, "check", args.json)
+        raise
+    if args.json:
+        outputs.write_or_keep([(args.json, dump(doc))], "--json", keep_as=[("check", dump(doc))])
     print(summary(doc))
     if args.json:
         print(f"results written to {args.json}")
@@ -86,11 +94,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     args = build_parser(prog).parse_args(argv)
     try:
-        code: int = args.handler(args)
+        with stop_on_signals():
+            code: int = args.handler(args)
         return code
     except RunnerError as err:
-        print(f"error: {err}", file=sys.stderr)
+        say(f"error: {err}")
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        stop = err if isinstance(err, Interrupted) else Interrupted()
+        say(f"interrupted ({stop.name})")
+        return stop.exit_code

@@ -8,13 +8,14 @@ computes verdicts from records.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from . import results
-from .errors import Infrastructure
+from .errors import Infrastructure, Interrupted
 from .execute import RunRequest, execute
 from .frameworks import adapter_for
 from .metrics import measured
@@ -64,12 +65,16 @@ def run_all(
     reporter: Reporter | None = None,
     execute_run: Executor = execute,
     env: dict[str, str] | None = None,
+    into: dict[RunKey, RunRecord] | None = None,
 ) -> dict[RunKey, RunRecord]:
-    """Execute every run of every case; records keyed by (case name, "framework/mode")."""
+    """Execute every run of every case; records keyed by (case name, "framework/mode").
+
+    Each record goes into `into` (when given) as its run completes, so that a
+    caller keeps the completed runs when a signal stops the rest."""
     reporter = reporter or Silent()
     preflight(cases, env)
     total = sum(len(c.runs) for c in cases)
-    records: dict[RunKey, RunRecord] = {}
+    records: dict[RunKey, RunRecord] = into if into is not None else {}
     index = 0
     for case in cases:
         for spec in case.runs:
@@ -84,6 +89,7 @@ def run_all(
                 case.timeout_s,
                 env or {},
                 case.recorded_params(spec.mode),
+                memory_mib=case.memory_mib,
             )
 
             def progress(
@@ -124,8 +130,29 @@ def check(
     execute_run: Executor = execute,
     env: dict[str, str] | None = None,
 ) -> ResultsDocument:
-    """Run every case and return the results document."""
+    """Run every case and return the results document.
+
+    Interrupted (a signal), it raises `Interrupted` carrying the document of
+    the runs completed so far, marked partial."""
     started = results.now()
-    records = run_all(cases, reporter, execute_run, env)
+    records: dict[RunKey, RunRecord] = {}
+    try:
+        run_all(cases, reporter, execute_run, env, into=records)
+    except KeyboardInterrupt as err:
+        stop = err if isinstance(err, Interrupted) else Interrupted()
+        stop.partial.append(partial_document(cases, records, started, stop))
+        if stop is err:
+            raise
+        raise stop from None
     runs, expectations, not_applicable = judge(cases, records)
     return results.document(runs, expectations, started, results.now(), not_applicable, cases)
+
+
+def partial_document(
+    cases: list[Case], records: dict[RunKey, RunRecord], started: dt.datetime, stop: Interrupted
+) -> ResultsDocument:
+    """The runs completed before `stop`, judged (pairs only where both ran), marked partial."""
+    total = sum(len(c.runs) for c in cases)
+    runs, expectations, not_applicable = judge(cases, records)
+    reason = f"interrupted by {stop.name} after {len(records)} of {total} runs"
+    return results.document(runs, expectations, started, results.now(), not_applicable, cases, reason)

@@ -2,9 +2,20 @@
 
 A user's mistake (a bad case file, a bad argument) is `BadInput` (exit 2);
 something missing or broken around the runs (probe not built, framework not
-installed) is `Infrastructure` (exit 3). A probe run that panics, crashes or
-hangs is none of these: it is a recorded outcome.
+installed, an output that cannot be written) is `Infrastructure` (exit 3). A
+probe run that panics, crashes, hangs or runs out of memory is none of these:
+it is a recorded outcome.
+
+A signal that stops a command (SIGINT, SIGTERM, SIGHUP) is `Interrupted`, a
+`KeyboardInterrupt`: it unwinds like Ctrl-C does, killing the running worker
+and removing its temporary folder on the way, and ends with exit 128 + the
+signal's number. What completed before it travels with it (`partial`).
 """
+
+from __future__ import annotations
+
+import signal
+from typing import Any
 
 
 class RunnerError(Exception):
@@ -17,3 +28,26 @@ class BadInput(RunnerError):
 
 class Infrastructure(RunnerError):
     exit_code = 3
+
+
+class Interrupted(KeyboardInterrupt):
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signal_name(signum))
+        self.signum = signum
+        # The results documents of the runs completed before the signal, for the command to keep.
+        self.partial: list[Any] = []
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def name(self) -> str:
+        return signal_name(self.signum)
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

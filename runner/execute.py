@@ -8,13 +8,24 @@ costs only that run. The outcome is always a value:
 - ``error``: the adapter raised (type, message);
 - ``crash``: the worker died without a record (signal or exit code, with the
   tail of its stderr, the only free text that is read);
-- ``timeout``: the worker outlived its time and was killed.
+- ``timeout``: the worker outlived its time and was killed;
+- ``oom``: the worker reached its memory limit (see `runner.limits`).
+
+Nothing outlives its run: the worker runs in its own process group, which is
+killed when the run ends, times out or the runner is interrupted (SIGINT,
+SIGTERM, SIGHUP: see `runner.signals`), and it is killed by the kernel if the
+runner itself dies (PR_SET_PDEATHSIG). Its temporary folder
+(`runner-<runner pid>-*`) is removed on the way out; one left by a runner that
+was killed outright (SIGKILL) is removed by the next run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,11 +39,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import limits
+from .errors import signal_name
 from .model.base import describe_errors
 from .model.results import RawRun, from_data
 from .paths import PROJECT_ROOT
 
 STDERR_TAIL_CHARS = 4000
+# How much of a dead worker's stderr is searched for an allocation failure.
+STDERR_SCAN_BYTES = 1 << 20
+# How often a running worker's peak address space is read while waiting for it.
+POLL_S = 0.25
+# Tests stand in a fake worker for the CLI through this variable: a JSON array, the command.
+WORKER_ENV = "RUNNER_TEST_WORKER"
+TEMP_PREFIX = "runner-"
+_OWNED = re.compile(rf"^{TEMP_PREFIX}(\d+)-")
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,8 @@ class RunRequest:
     # What the run record keeps of `params` (a program's IR carries all its data: the
     # record keeps a summary); None: `params` itself.
     recorded_params: dict[str, Any] | None = None
+    # The worker's address space limit (RLIMIT_AS); None: no limit.
+    memory_mib: int | None = limits.DEFAULT_MEMORY_MIB
 
 
 def _worker_env() -> dict[str, str]:
@@ -60,11 +83,104 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _signal_name(number: int) -> str:
+def _alive(pid: int) -> bool:
     try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(root: Path | None = None) -> list[Path]:
+    """Remove the temporary folders of runners that no longer exist (killed
+    outright, so they could not clean up); return what was removed."""
+    root = Path(root or tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        match = _OWNED.match(entry.name)
+        if not match or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
+            continue
+        try:
+            if entry.is_symlink() or not entry.is_dir() or entry.stat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _worker_command(worker: list[str] | None) -> list[str]:
+    if worker:
+        return worker
+    stand_in = os.environ.get(WORKER_ENV)
+    if stand_in:
+        try:
+            command = json.loads(stand_in)
+        except ValueError:
+            command = None
+        if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
+            return command
+    return [sys.executable, "-m", "runner.worker"]
+
+
+@dataclass
+class _Ended:
+    timed_out: bool
+    peak_bytes: int | None  # the largest of the peak address space seen and the peak RSS
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> _Ended:
+    """Wait for the worker's end or its timeout, watching its peak address space.
+
+    On its end, its process group is killed before it is reaped (so nothing it
+    started survives it, and its group id cannot have been reused)."""
+    deadline = time.monotonic() + timeout
+    peak: int | None = None
+    try:
+        pidfd: int | None = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            try:
+                ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped by someone else: its status is lost
+                _kill_group(proc.pid)
+                if proc.returncode is None:
+                    proc.returncode = 255
+                return _Ended(False, peak)
+            if ended is not None:
+                _kill_group(proc.pid)
+                _pid, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                return _Ended(False, max(peak or 0, usage.ru_maxrss * 1024) or None)
+            seen = limits.vm_peak(proc.pid)
+            if seen is not None:
+                peak = max(peak or 0, seen)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _Ended(True, peak)
+            if pidfd is not None:
+                select.select([pidfd], [], [], min(remaining, POLL_S))
+            else:
+                time.sleep(min(remaining, POLL_S))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _read_progress(fd: int, on_event: Callable[[dict[str, Any]], None], seen: list[dict[str, Any]]) -> None:
@@ -88,21 +204,31 @@ def execute(
     """Run `request` in a fresh worker; return its record, whatever happened.
 
     `worker` replaces the worker command (tests use it to stand in a process
-    that crashes or hangs); it is called with SPEC RESULT PROGRESS_FD appended.
+    that crashes or hangs; the CLI takes one from `RUNNER_TEST_WORKER`); it is
+    called with SPEC RESULT PROGRESS_FD appended.
     """
-    command = worker or [sys.executable, "-m", "runner.worker"]
+    command = _worker_command(worker)
     base: dict[str, Any] = {
         "case": request.case,
         "framework": request.framework,
         "mode": request.mode,
         "params": request.params if request.recorded_params is None else request.recorded_params,
     }
-    with tempfile.TemporaryDirectory(prefix="runner-") as tmp:
+    if request.memory_mib is not None:
+        base["memory_mib"] = request.memory_mib
+    sweep_stale()
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
         spec_path, result_path = Path(tmp, "spec.json"), Path(tmp, "result.json")
         stderr_path = Path(tmp, "stderr.txt")
         spec_path.write_text(
             json.dumps(
-                {"kind": request.kind, "framework": request.framework, "mode": request.mode, "params": request.params}
+                {
+                    "kind": request.kind,
+                    "framework": request.framework,
+                    "mode": request.mode,
+                    "params": request.params,
+                    "memory_mib": request.memory_mib,
+                }
             )
         )
         read_fd, write_fd = os.pipe()
@@ -119,8 +245,9 @@ def execute(
                     env={**_worker_env(), **request.env},
                     cwd=PROJECT_ROOT,
                     start_new_session=True,
+                    preexec_fn=limits.child_setup(request.memory_mib),
                 )
-            except OSError as err:
+            except (OSError, subprocess.SubprocessError) as err:
                 os.close(read_fd)
                 os.close(write_fd)
                 return from_data(
@@ -138,25 +265,21 @@ def execute(
             os.close(write_fd)
             reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress, seen), daemon=True)
             reader.start()
-            timed_out = False
+            ended = _Ended(False, None)
             try:
-                proc.wait(timeout=request.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                ended = _wait(proc, request.timeout_s)
             finally:
-                # On timeout, Ctrl-C or any other exit: no worker outlives its run.
-                if proc.poll() is None:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                # On timeout, Ctrl-C, SIGTERM or any other exit: no worker outlives its run.
+                if proc.returncode is None:
+                    _kill_group(proc.pid)
                     proc.wait()
             reader.join(timeout=5)
         wall_s = time.monotonic() - started
-        stderr_tail = stderr_path.read_text(errors="replace")[-STDERR_TAIL_CHARS:]
+        stderr_text = _tail(stderr_path, STDERR_SCAN_BYTES)
+        stderr_tail = stderr_text[-STDERR_TAIL_CHARS:]
         record = _load_result(result_path)
 
-    if timed_out:
+    if ended.timed_out:
         return _checked(
             {
                 **base,
@@ -170,12 +293,32 @@ def execute(
     if record is not None:
         return _checked({**base, **record, "wall_s": wall_s}, stderr_tail)
     code = proc.returncode
+    signal_text = signal_name(-code) if code < 0 else None
+    peak_mib = None if ended.peak_bytes is None else round(ended.peak_bytes / (1 << 20), 1)
+    hit_limit = code < 0 and -code in _LIMIT_SIGNALS and limits.at_limit(ended.peak_bytes, request.memory_mib)
+    # The allocation failure is said before the backtraces that follow it: look further back than the tail.
+    if limits.looks_out_of_memory(stderr_text) or hit_limit:
+        detail = _oom_line(stderr_text) or f"{signal_text} with its address space at the limit"
+        return _checked(
+            {
+                **base,
+                "outcome": "oom",
+                "oom": {
+                    "limit_mib": request.memory_mib,
+                    "peak_mib": peak_mib,
+                    "detail": detail,
+                    "stderr_tail": stderr_tail,
+                },
+                "checkpoints": seen,
+                "wall_s": wall_s,
+            }
+        )
     return _checked(
         {
             **base,
             "outcome": "crash",
             "crash": {
-                "signal": _signal_name(-code) if code < 0 else None,
+                "signal": signal_text,
                 "exit_code": code if code >= 0 else None,
                 "stderr_tail": stderr_tail,
             },
@@ -185,13 +328,34 @@ def execute(
     )
 
 
+# A worker at its address space limit dies of these: a kernel kill, a stack or
+# mapping that could not grow, an abort after a failed allocation.
+_LIMIT_SIGNALS = {signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT}
+
+
+def _tail(path: Path, limit: int) -> str:
+    """The last `limit` bytes of a file, as text."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - limit))
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def _oom_line(text: str) -> str | None:
+    """The first line of stderr that says an allocation failed."""
+    for line in text.splitlines():
+        if limits.looks_out_of_memory(line):
+            return line.strip()[:300]
+    return None
+
+
 def _checked(data: dict[str, Any], stderr_tail: str = "") -> RawRun:
     """The record as the model; a record that is not one is the worker's crash, with the reason."""
     try:
         return from_data(RawRun, data)
     except (ValidationError, ValueError) as err:
         reason = "; ".join(describe_errors(err)) if isinstance(err, ValidationError) else str(err)
-        keep = {k: data[k] for k in ("case", "framework", "mode", "params", "wall_s") if k in data}
+        keep = {k: data[k] for k in ("case", "framework", "mode", "params", "wall_s", "memory_mib") if k in data}
         return from_data(
             RawRun,
             {

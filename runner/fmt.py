@@ -37,7 +37,8 @@ def short(text: str, limit: int = 160) -> str:
 
 def outcome_text(run: RunRecord) -> str:
     """`ok`, `panic at step 3 (backward)`, `crash SIGSEGV`, `timeout after 600 s`; for a program,
-    the operation it stopped at: `panic at backward (op 4, line 7)`, `unsupported no_grad (op 1)`."""
+    the operation it stopped at: `panic at backward (op 4, line 7)`, `unsupported no_grad (op 1)`;
+    `out of memory (limit 8192 MiB)`."""
     failure = run.failure
     if failure is not None and run.outcome in ("panic", "error", "unsupported"):
         where = [f"op {failure.op_index}"] if failure.op_index is not None else []
@@ -55,6 +56,9 @@ def outcome_text(run: RunRecord) -> str:
         return "crash " + (c.signal or (f"exit {c.exit_code}" if c.exit_code is not None else "(no status)"))
     if run.outcome == "timeout":
         return f"timeout after {run.timeout_s or 0:g} s"
+    if run.outcome == "oom" and run.oom is not None:
+        limit = run.oom.limit_mib
+        return "out of memory" + (f" (limit {limit} MiB)" if limit is not None else "")
     return run.outcome
 
 

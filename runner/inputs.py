@@ -20,15 +20,29 @@ MAX_CASE_BYTES = 1 << 20
 MAX_RESULTS_BYTES = 256 << 20
 # Longer than any path the runner writes; the kernel's own limit is 4096.
 MAX_PATH_CHARS = 1024
+# The longest name one folder entry may have on Linux file systems (bytes).
+NAME_MAX = 255
+
+
+def path_problem(text: str) -> str | None:
+    """Why the file system cannot take this path (too long as a whole or in a part, a NUL), or None."""
+    if len(text) > MAX_PATH_CHARS:
+        return f"a path of {len(text)} characters; at most {MAX_PATH_CHARS} are accepted (starts {text[:40]!r})"
+    if "\0" in text:
+        return "a path with a NUL character"
+    for part in text.split(os.sep):
+        size = len(os.fsencode(part))
+        if size > NAME_MAX:
+            return (
+                f"a name of {size} bytes in the path (starts {part[:40]!r}); the file system takes at most {NAME_MAX}"
+            )
+    return None
 
 
 def check_path_argument(text: str, what: str) -> None:
-    if len(text) > MAX_PATH_CHARS:
-        raise BadInput(
-            f"{what}: a path of {len(text)} characters; at most {MAX_PATH_CHARS} are accepted (starts {text[:40]!r})"
-        )
-    if "\0" in text:
-        raise BadInput(f"{what}: a path with a NUL character")
+    problem = path_problem(text)
+    if problem is not None:
+        raise BadInput(f"{what}: {problem}")
 
 
 def read_text(path: Path, what: str, limit: int) -> str:

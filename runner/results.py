@@ -13,12 +13,14 @@ import json
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import BadInput
+from . import outputs
+from .errors import BadInput, Interrupted, RunnerError
 from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
 from .model import migrate
 from .model.base import describe_errors, quote
@@ -113,7 +115,9 @@ def document(
     finished: dt.datetime,
     not_applicable: list[Skipped] | None = None,
     cases: list[Case] | None = None,
+    partial_reason: str | None = None,
 ) -> ResultsDocument:
+    """The results document; with `partial_reason`, one marked partial (a check stopped early)."""
     return ResultsDocument(
         schema_version=SCHEMA_VERSION,
         provenance=provenance(started, finished, runs),
@@ -122,6 +126,8 @@ def document(
         runs=runs,
         expectations=expectations,
         not_applicable=not_applicable or [],
+        partial=partial_reason is not None,
+        partial_reason=partial_reason,
     )
 
 
@@ -146,7 +152,7 @@ _JSON_TYPES = {
 
 def _invalid(source: str, err: ValidationError, root: type[ResultsDocument] | type[Bundle]) -> BadInput:
     lines = describe_errors(err, root)
-    return BadInput(f"{source}: " + f"; {source}: ".join(lines))
+    return BadInput(f"{source}: " + f"\n{source}: ".join(lines))
 
 
 def validate(data: Any, source: str) -> ResultsDocument:
@@ -205,3 +211,40 @@ def bundle(docs: list[ResultsDocument]) -> ResultsDocument | Bundle:
     if len(docs) == 1:
         return docs[0]
     return Bundle(merged_results_schema_version=BUNDLE_VERSION, results=docs)
+
+
+def say(text: str) -> None:
+    """A line on stderr; a terminal that hung up (SIGHUP) must not turn it into a traceback."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def keep_partial(stop: Interrupted, name: str, target: Path | None = None) -> list[Path]:
+    """Write the completed runs a signal left (documents marked partial) to
+    `target`, or else to kept files (`outputs.keep`); say where on stderr.
+    Never raises: the command is already on its way out."""
+    docs = [d for d in stop.partial if isinstance(d, ResultsDocument) and d.runs]
+    if not docs:
+        say(f"interrupted by {stop.name} before any run completed: nothing to keep")
+        return []
+    kept: list[Path] = []
+    for index, doc in enumerate(docs):
+        text = dump(doc)
+        where: Path | None = None
+        try:
+            if target is not None and index == 0 and len(docs) == 1:
+                try:
+                    outputs.write_or_keep([(target, text)], str(target))
+                    where = target
+                except RunnerError as err:
+                    say(f"error: {err}")
+            if where is None:
+                where = outputs.keep(name, text)
+        except (RunnerError, OSError) as err:
+            say(f"interrupted by {stop.name}: the completed runs could not be kept: {err}")
+            continue
+        kept.append(where)
+        say(f"interrupted by {stop.name}: {len(doc.runs)} completed runs kept in {where} (marked partial)")
+    return kept

@@ -30,8 +30,7 @@ def show(value: Any) -> str:
 
 def catalogue(doc: ResultsDocument, width: int = 60) -> str:
     """One row per case that says what it is about: PyTorch's behaviour, burn's, and the verdict."""
-    rows = [["case", "PyTorch", "burn 0.22.1" if not doc.provenance.burn else f"burn {doc.provenance.burn}",
-             "verdict"]]
+    rows = [["case", "PyTorch", "burn 0.22.1" if not doc.provenance.burn else f"burn {doc.provenance.burn}", "verdict"]]
     for info in doc.cases:
         if info.about is None:
             continue

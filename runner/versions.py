@@ -12,6 +12,8 @@ import re
 
 import semver
 
+from .model.base import quote
+
 _CLAUSE = re.compile(r"\s*(>=|<=|>|<|=|==)?\s*(\S+)\s*")
 REQUIREMENT_HINT = 'write clauses like ">=0.22.0, <0.23.0" (operators >=, <=, >, <, =; full MAJOR.MINOR.PATCH versions)'
 
@@ -21,7 +23,7 @@ def parse(text: str) -> semver.Version:
     try:
         return semver.Version.parse(text)
     except (ValueError, TypeError):
-        raise ValueError(f"not a semantic version (MAJOR.MINOR.PATCH[-PRE]): {text!r}") from None
+        raise ValueError(f"not a semantic version (MAJOR.MINOR.PATCH[-PRE]): {quote(text)}") from None
 
 
 def is_version(text: str) -> bool:
@@ -37,7 +39,7 @@ def parse_requirement(text: str) -> list[tuple[str, semver.Version]]:
     for part in text.split(","):
         match = _CLAUSE.fullmatch(part)
         if not match or not is_version(match.group(2)):
-            raise ValueError(f"not a version requirement: {text!r}; {REQUIREMENT_HINT}")
+            raise ValueError(f"not a version requirement: {quote(text)}; {REQUIREMENT_HINT}")
         op = match.group(1) or "="
         clauses.append(("=" if op == "==" else op, parse(match.group(2))))
     return clauses

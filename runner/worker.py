@@ -1,11 +1,16 @@
 """One run in its own process: `python -m runner.worker SPEC RESULT PROGRESS_FD`.
 
-SPEC is a JSON file (`kind`, `framework`, `mode`, `params`). The worker imports
-the one adapter that implements it, runs it, and writes one JSON record to
-RESULT atomically. Checkpoints are streamed as JSON lines to PROGRESS_FD while
-the run goes on. An exception in the adapter becomes outcome "error"; a panic
+SPEC is a JSON file (`kind`, `framework`, `mode`, `params`, `memory_mib`). The
+worker imports the one adapter that implements it, runs it, and writes one
+JSON record to RESULT atomically. Checkpoints are streamed as JSON lines to
+PROGRESS_FD while the run goes on. An exception in the adapter becomes outcome
+"error"; one that says an allocation failed (MemoryError, torch's allocator,
+a library that cannot be mapped under the memory limit) becomes "oom"; a panic
 inside burn comes back from the probe as outcome "panic". A crash or a hang
 leaves no RESULT: the parent classifies it (see `runner.execute`).
+
+The parent has already capped this process's address space and tied its life
+to the parent's (`runner.limits.child_setup`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import resource
 import sys
 import traceback
 from pathlib import Path
@@ -20,6 +26,14 @@ from typing import Any
 
 from .atomic import write_json
 from .frameworks import adapter_for
+from .limits import looks_out_of_memory, vm_peak
+
+
+def _peak_mib() -> float | None:
+    peak = vm_peak(os.getpid())
+    if peak is None:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return round(peak / (1 << 20), 1)
 
 
 def main(argv: list[str]) -> int:
@@ -39,14 +53,26 @@ def main(argv: list[str]) -> int:
         record["versions"] = adapter.versions()
         record.update(adapter.run(spec["mode"], spec["params"], on_checkpoint))
     except Exception as err:  # an error of the run, recorded as its outcome
-        record.update(
-            outcome="error",
-            error={
-                "type": type(err).__name__,
-                "message": str(err),
-                "traceback": traceback.format_exc(limit=-8),
-            },
-        )
+        message = f"{type(err).__name__}: {err}"
+        if isinstance(err, MemoryError) or looks_out_of_memory(message):
+            record.update(
+                outcome="oom",
+                oom={
+                    "limit_mib": spec.get("memory_mib"),
+                    "peak_mib": _peak_mib(),
+                    "detail": message[:2000],
+                    "stderr_tail": traceback.format_exc(limit=-4)[-4000:],
+                },
+            )
+        else:
+            record.update(
+                outcome="error",
+                error={
+                    "type": type(err).__name__,
+                    "message": str(err),
+                    "traceback": traceback.format_exc(limit=-8),
+                },
+            )
     write_json(Path(result_path), record)
     return 0
 

@@ -6,6 +6,11 @@ x86_64 machine (2 cores, shared), one after the other: in the first, torch's
 RSS grew by 1.96 MiB per 1000 steps, so three expectations do not hold; in the
 second all 45 hold.
 
+`data/p10_results_v2_400steps.json` is a real, unedited schema-2 document
+(`check p10_ema --steps 400 --json`, after the hardening of issue 11: memory
+limits, `partial`), the base the renderers' property tests mutate besides
+the two above.
+
 The helpers below derive TEST fixtures from them (a second machine, a later
 night, an edited outcome); each says what it changes.
 """
@@ -22,6 +27,7 @@ from runner import cli
 DATA = Path(__file__).resolve().parent / "data"
 SAMPLE_1 = DATA / "p10_results_1.json"
 SAMPLE_2 = DATA / "p10_results_2.json"
+SAMPLE_V2 = DATA / "p10_results_v2_400steps.json"
 
 
 def load(path: Path) -> dict:

@@ -81,7 +81,7 @@ def test_minimal_case_gets_the_seed_defaults(tmp_path):
         ),
         (
             lambda s: s.replace('outcome = "ok"', 'outcome = "fine"'),
-            ["runs[0].expect.outcome", "'ok', 'panic', 'error', 'unsupported', 'crash' or 'timeout'"],
+            ["runs[0].expect.outcome", "'ok', 'panic', 'error', 'unsupported', 'crash', 'timeout' or 'oom'"],
         ),
         (lambda s: s.replace("tracked = true", "tracked = 1"), ["runs[0].expect.tracked", "valid boolean", "got 1"]),
         (

@@ -1,11 +1,16 @@
 """A report interrupted at any write leaves the previous report and the history
-intact: every file is the old one or a complete new one, never half of either.
+intact: every file is the old one or a complete new one, never half of either,
+and the report files and the history entry change together or not at all.
 
 The interruption is a fake (the runner's own fault handling): `os` inside
-`runner.atomic` raises KeyboardInterrupt at the N-th rename or fsync."""
+`runner.atomic` raises KeyboardInterrupt (or OSError) at the N-th rename or
+fsync. A real signal cannot land between the renames (they run with SIGINT,
+SIGTERM and SIGHUP held back); a rename that fails is undone with the ones
+before it."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 
@@ -13,15 +18,17 @@ import pytest
 from report_fixtures import SAMPLE_1, SAMPLE_2, report, snapshot
 
 from runner import atomic
-from runner.results import load_results
 
-# The order `report` writes in; history entries come last.
+# The renames of a second report: the three report files, then the history entry.
 WRITES = ["results.json", "report.md", "report.html", "history entry"]
 
 
 class InterruptingOs:
-    def __init__(self, call: str, at: int):
+    """`os`, except that the `at`-th call of `call` raises `error` (once)."""
+
+    def __init__(self, call: str, at: int, error: BaseException | None = None):
         self.call, self.at, self.count = call, at, 0
+        self.error = error or KeyboardInterrupt()
 
     def __getattr__(self, name):
         real = getattr(os, name)
@@ -29,9 +36,9 @@ class InterruptingOs:
             return real
 
         def interrupted(*args):
-            if self.count == self.at:
-                raise KeyboardInterrupt
             self.count += 1
+            if self.count == self.at + 1:
+                raise self.error
             return real(*args)
 
         return interrupted
@@ -48,26 +55,35 @@ def complete(name: str, data: bytes) -> bool:
 
 
 @pytest.mark.parametrize("at", range(len(WRITES)))
-def test_interrupted_at_each_rename(tmp_path, monkeypatch, capsys, at):
+def test_interrupted_at_each_rename_leaves_everything_as_it_was(tmp_path, monkeypatch, capsys, at):
     out = tmp_path / "out"
     assert report("--from-results", SAMPLE_1, "--out", out) == 1
     before = snapshot(out)
-    monkeypatch.setattr(atomic, "os", InterruptingOs("replace", at))
+    fake = InterruptingOs("replace", at)
+    monkeypatch.setattr(atomic, "os", fake)
     assert report("--from-results", SAMPLE_2, "--out", out) == 130  # interrupted
+    assert fake.count > at  # the interruption did happen at that rename
     assert "interrupted" in capsys.readouterr().err
+    assert snapshot(out) == before  # no temporary file, no backup, nothing replaced
+    monkeypatch.undo()
+    assert report("--from-results", SAMPLE_2, "--out", out) == 1  # and the next report goes through
     after = snapshot(out)
+    assert all(complete(name, after[name]) for name in WRITES[:3])
+    assert (
+        len([n for n in after if n.startswith("history/")]) == len([n for n in before if n.startswith("history/")]) + 1
+    )
 
-    leftovers = [name for name in after if name.split("/")[-1].startswith(".")]
-    assert leftovers == []  # temporary files removed
-    new = [name for name in WRITES[:3] if after[name] != before[name]]
-    assert new == WRITES[:at][:3]  # files before the interruption replaced, the rest untouched
-    for name in new:
-        assert complete(name, after[name])
-    history = sorted(name for name in after if name.startswith("history/") and "HISTORY" not in name)
-    assert len(history) == 1  # the second run is never recorded without its report
-    for name in history:
-        assert after[name] == before[name]
-        load_results(out / name)
+
+@pytest.mark.parametrize("at", range(len(WRITES)))
+def test_a_failing_write_keeps_everything_as_it_was(tmp_path, monkeypatch, capsys, at):
+    """A full disk at the N-th temporary file: nothing replaced, exit 3 (results from files need no keeping)."""
+    out = tmp_path / "out"
+    report("--from-results", SAMPLE_1, "--out", out)
+    before = snapshot(out)
+    monkeypatch.setattr(atomic, "os", InterruptingOs("fsync", at, OSError(errno.ENOSPC, "No space left on device")))
+    assert report("--from-results", SAMPLE_2, "--out", out) == 3
+    assert "No space left on device" in capsys.readouterr().err
+    assert snapshot(out) == before
 
 
 def test_interrupted_while_writing_a_temporary_file(tmp_path, monkeypatch):

@@ -81,7 +81,7 @@ def test_foreign_json(tmp_path, previous, capsys):
     [
         (
             lambda d: d["runs"][3].update(outcome="exploded"),
-            "runs[3].outcome: Input should be 'ok', 'panic', 'error', 'unsupported', 'crash' or 'timeout', got 'exploded'",
+            "runs[3].outcome: Input should be 'ok', 'panic', 'error', 'unsupported', 'crash', 'timeout' or 'oom', got 'exploded'",
         ),
         (
             lambda d: d["runs"][4]["step_ms"].__setitem__(7, "fast"),

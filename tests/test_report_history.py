@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
 from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, only_passing, report, save, shifted
 
 from runner.model.results import ResultsDocument
@@ -190,3 +191,81 @@ def test_failing_expectations_alone_make_exit_1(tmp_path):
     passing = save(tmp_path / "passing.json", only_passing(load(SAMPLE_1)))
     assert report("--from-results", passing, "--out", tmp_path / "o1") == 0
     assert report("--from-results", SAMPLE_1, "--out", tmp_path / "o2") == 1
+
+
+# ---- reports at the same time ---------------------------------------------------
+
+
+def _same_start_other_commits(n: int) -> list[ResultsDocument]:
+    docs = []
+    for i in range(n):
+        doc = load(SAMPLE_2)
+        doc["provenance"]["git_commit"] = f"{i:040d}"
+        docs.append(validate(doc, f"doc {i}"))
+    return docs
+
+
+def test_reports_writing_one_history_at_once_each_get_their_own_entry(tmp_path):
+    """Threads stand in for processes: `flock` locks belong to open file
+    descriptions, so two threads that each open the folder exclude each other."""
+    import threading
+
+    from runner.report.history import History
+    from runner.report.machines import group
+
+    folder = tmp_path / "history"
+    machines = [group([(doc, "x")])[0] for doc in _same_start_other_commits(6)]
+    barrier = threading.Barrier(len(machines))
+    paths, errors = [], []
+
+    def add(machine):
+        try:
+            barrier.wait()
+            paths.append(History(folder).add(machine))
+        except BaseException as err:  # surfaced below
+            errors.append(err)
+
+    threads = [threading.Thread(target=add, args=(m,)) for m in machines]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(set(paths)) == 6
+    entries = sorted(p.name for p in folder.iterdir() if p.name != MARKER)
+    assert len(entries) == 6 and [load_results(folder / e)[0] for e in entries]
+
+
+@pytest.mark.slow
+def test_three_report_processes_at_once_record_three_entries(tmp_path):
+    import subprocess
+    import sys
+
+    files = []
+    for i, doc in enumerate(_same_start_other_commits(3)):
+        files.append(save(tmp_path / f"r{i}.json", json.loads(doc.model_dump_json())))
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "runner",
+                "report",
+                "--from-results",
+                str(f),
+                "--out",
+                str(tmp_path / f"out{i}"),
+                "--history",
+                str(tmp_path / "history"),
+            ],
+            cwd=SAMPLE_2.parent.parent.parent,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i, f in enumerate(files)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode in (0, 1) for p in procs), errors
+    entries = [p for p in (tmp_path / "history").iterdir() if p.name != MARKER]
+    assert len(entries) == 3

@@ -1,5 +1,11 @@
 """The base of every typed model: strict, frozen, no unknown keys, finite numbers.
 
+Numbers are bounded as well as finite: counts and steps stay exact in a double
+(`MAX_COUNT`), measured quantities (milliseconds, MiB, ratios) stay far from
+overflow (`MAX_MEASURE`), and free-form JSON values stay shallow
+(`MAX_JSON_DEPTH`), so that whatever validates can be formatted, plotted and
+compared without an OverflowError or a RecursionError.
+
 A model validates what it is given or raises pydantic's `ValidationError`;
 `describe_errors` turns that into one line per problem that names the key path
 (`runs[4].expect.slowdown_ratio.min`) and what would be valid, for `BadInput`.
@@ -12,10 +18,16 @@ import types
 import typing
 from typing import Annotated, Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 # Messages quote at most this many characters of a bad value.
 QUOTE_LIMIT = 80
+# Integers a double holds exactly; far above any step, byte or core count.
+MAX_COUNT = 2**53
+# A measured quantity beyond this (1e15 ms is 30,000 years) is not a measurement.
+MAX_MEASURE = 1e15
+# Free-form values (a verdict's `observed`, a run's `params`) nest at most this deep.
+MAX_JSON_DEPTH = 32
 _INNER_KEY = re.compile(r"^([A-Za-z_]\w*(?:\[\d+\])?(?:\.[A-Za-z_]\w*(?:\[\d+\])?)*): ")
 
 
@@ -26,8 +38,34 @@ class Model(BaseModel):
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-PositiveInt = Annotated[int, Field(ge=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Measure = Annotated[float, Field(ge=-MAX_MEASURE, le=MAX_MEASURE, allow_inf_nan=False)]
+NonNegativeMeasure = Annotated[float, Field(ge=0, le=MAX_MEASURE, allow_inf_nan=False)]
+
+
+def depth(value: Any) -> int:
+    """How deep lists and objects nest in a JSON value (a scalar is 0); without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            deepest = max(deepest, level)
+            continue
+        deepest = max(deepest, level + 1)
+        if level + 1 <= MAX_JSON_DEPTH:
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _shallow(value: Any) -> Any:
+    if depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+ShallowJson = Annotated[JsonValue, AfterValidator(_shallow)]
 
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
@@ -39,14 +77,24 @@ def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
 
 
 def key_path(loc: tuple[int | str, ...]) -> str:
-    """`("runs", 4, "expect", "outcome")` -> `runs[4].expect.outcome`."""
+    """`("runs", 4, "expect", "outcome")` -> `runs[4].expect.outcome` (a key of
+    more than 60 characters shortened, with its length said)."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         elif part and not part.startswith(("function-", "tagged-union")):
+            if len(part) > 60:
+                part = f"{part[:40]}...({len(part)} characters)"
             out += f".{part}" if out else part
     return out or "top level"
+
+
+def _shortened(line: str, limit: int = 4 * QUOTE_LIMIT) -> str:
+    """A message line of at most `limit` characters: the middle of a longer one cut out."""
+    if len(line) <= limit:
+        return line
+    return f"{line[: limit - 60]} [...{len(line) - limit + 20} characters...] {line[-40:]}"
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -97,7 +145,7 @@ def describe_errors(err: ValidationError, root: type[BaseModel] | None = None, l
                 line += f"; valid keys here: {', '.join(valid_keys(root, item['loc'][:-1]))}"
         elif item["type"] not in ("missing", "value_error", "assertion_error") and "input" in item:
             line += f", got {quote(item['input'])}"
-        lines.append(line)
+        lines.append(_shortened(line))
     if err.error_count() > limit:
         lines.append(f"... and {err.error_count() - limit} more")
     return lines

@@ -11,17 +11,18 @@ from __future__ import annotations
 import hashlib
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
 
-from .. import versions
+from .. import limits, versions
 from ..frameworks import FRAMEWORKS, modes_of
-from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt
+from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt, quote
 
 Framework = Literal["torch", "burn"]
 # `unsupported`: a program used an operation the framework does not have (not an error of the runner).
-Outcome = Literal["ok", "panic", "error", "unsupported", "crash", "timeout"]
+# `oom`: the run reached its memory limit (`execution.memory_mib`).
+Outcome = Literal["ok", "panic", "error", "unsupported", "crash", "timeout", "oom"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 # Categorical properties a pair compares (see `runner.metrics.properties`).
 Property = Literal["outcome", "tracked", "grows", "rss_grows"]
@@ -65,7 +66,9 @@ class RunRef(Model):
     def parse(cls, text: str) -> RunRef:
         framework, sep, mode = text.partition("/")
         if not sep or framework not in FRAMEWORKS or not mode:
-            raise ValueError(f"expected FRAMEWORK/MODE with FRAMEWORK one of {', '.join(FRAMEWORKS)}, got {text!r}")
+            raise ValueError(
+                f"expected FRAMEWORK/MODE with FRAMEWORK one of {', '.join(FRAMEWORKS)}, got {quote(text)}"
+            )
         return cls(framework=framework, mode=mode)  # type: ignore[arg-type]
 
 
@@ -172,15 +175,20 @@ class PairSpec(Model):
         return same + [("differ", p) for p in self.differ]
 
 
+# A layer wider than this (a million features) is a typo, not a case.
+Dimension = Annotated[int, Field(ge=1, le=1 << 20)]
+MAX_STEPS = 10_000_000
+
+
 class P10Params(Model):
     """The p10 loop's parameters (`shared/docs/p10-experiment.md`); the defaults
     are the seed's, and the probe's own (`_probe.P10_DEFAULTS`, held together by a test)."""
 
-    d_in: PositiveInt = 512
-    d_out: PositiveInt = 512
-    batch: PositiveInt = 64
+    d_in: Dimension = 512
+    d_out: Dimension = 512
+    batch: Dimension = 64
     lr: PositiveFloat = 1e-3
-    steps: PositiveInt = 2000
+    steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] = 2000
     checkpoints: list[PositiveInt] = []  # empty: `default_checkpoints(steps)`
     ema_decay: Annotated[float, Field(ge=0, le=1)] = 0.99
     seed: NonNegativeInt = 0
@@ -237,6 +245,8 @@ class Thresholds(Model):
 
 class Execution(Model):
     timeout_s: Annotated[float, Field(gt=0, le=86_400, allow_inf_nan=False)] = 600.0
+    # The worker's address space limit (RLIMIT_AS); a run that reaches it is outcome "oom".
+    memory_mib: Annotated[int, Field(ge=limits.MIN_MEMORY_MIB, le=limits.MAX_MEMORY_MIB)] = limits.DEFAULT_MEMORY_MIB
 
 
 class About(Model):
@@ -255,85 +265,6 @@ class About(Model):
     @classmethod
     def _strip(cls, value: str) -> str:
         return " ".join(value.split())
-
-
-class P10Case(Model):
-    name: Annotated[str, Field(min_length=1, max_length=200)]
-    kind: Literal["p10"]
-    description: str = ""
-    about: About | None = None
-    params: P10Params = P10Params()
-    windows: Windows = Windows()
-    thresholds: Thresholds = Thresholds()
-    execution: Execution = Execution()
-    runs: Annotated[list[RunSpec], Field(min_length=1)]
-    pairs: list[PairSpec] = []
-
-    _path: Path = PrivateAttr(default=Path("<memory>"))
-
-    @field_validator("description")
-    @classmethod
-    def _strip(cls, value: str) -> str:
-        return value.strip()
-
-    @model_validator(mode="after")
-    def _check(self) -> P10Case:
-        self.windows.check_fits(self.params.steps)
-        seen: set[str] = set()
-        for index, run in enumerate(self.runs):
-            valid = modes_of(self.kind, run.framework)
-            if run.mode not in valid:
-                raise ValueError(
-                    f"runs[{index}].mode: unknown mode {run.mode!r} for {run.framework}; valid: {', '.join(valid)}"
-                )
-            if run.expect.burn_versions and run.framework != "burn":
-                raise ValueError(
-                    f"runs[{index}].expect.burn_versions: only burn runs can be limited to "
-                    f"burn versions; this is a {run.framework} run"
-                )
-            if run.key in seen:
-                raise ValueError(f"runs[{index}]: {run.key} is listed twice")
-            seen.add(run.key)
-        for index, pair in enumerate(self.pairs):
-            for end in ("a", "b"):
-                ref = getattr(pair, end)
-                if str(ref) not in seen:
-                    raise ValueError(
-                        f"pairs[{index}].{end}: {str(ref)!r} is not a run of this case; "
-                        f"runs: {', '.join(r.key for r in self.runs)}"
-                    )
-        return self
-
-    @property
-    def path(self) -> Path:
-        return self._path
-
-    def located(self, path: Path) -> P10Case:
-        self._path = path
-        return self
-
-    @property
-    def steps(self) -> int:
-        return self.params.steps
-
-    @property
-    def timeout_s(self) -> float:
-        return self.execution.timeout_s
-
-    def run(self, key: str) -> RunSpec | None:
-        return next((r for r in self.runs if r.key == key), None)
-
-    def request_params(self, mode: str) -> dict[str, Any]:
-        """What the worker's adapter gets for a run of `mode`."""
-        return self.params.model_dump()
-
-    def recorded_params(self, mode: str) -> dict[str, Any] | None:
-        return None
-
-    def replace(self, **changes: Any) -> P10Case:
-        """A copy with fields changed (validated again), keeping the file path."""
-        data = {**self.model_dump(), **{k: v.model_dump() if isinstance(v, Model) else v for k, v in changes.items()}}
-        return type(self).model_validate(data).located(self.path)
 
 
 class Tolerance(Model):
@@ -378,14 +309,13 @@ class ProgramSpec(Model):
         return {name: joined + text for name, text in self.variants.items()}
 
 
-class ProgramCase(Model):
-    """A case whose runs execute a program under each framework (`kind = "program"`)."""
+class _CaseBase(Model):
+    """What every kind of case has: its name and what it is about, the windows and
+    thresholds its metrics use, how its runs execute, the runs and the pairs."""
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
-    kind: Literal["program"]
     description: str = ""
     about: About | None = None
-    program: ProgramSpec
     windows: Windows = Windows()
     thresholds: Thresholds = Thresholds()
     execution: Execution = Execution()
@@ -393,26 +323,23 @@ class ProgramCase(Model):
     pairs: list[PairSpec] = []
 
     _path: Path = PrivateAttr(default=Path("<memory>"))
-    # Set by the loader: variant -> the program (IR) both interpreters run, and
-    # the timed loop's iteration count (0: no loop).
-    _programs: dict[str, Any] = PrivateAttr(default_factory=dict)
-    _steps: int = PrivateAttr(default=0)
 
     @field_validator("description")
     @classmethod
     def _strip(cls, value: str) -> str:
         return value.strip()
 
+    def _mode_problem(self, framework: str, mode: str) -> str | None:
+        """Why `mode` is not a mode of this case for `framework` (None: it is)."""
+        raise NotImplementedError
+
     @model_validator(mode="after")
-    def _check(self) -> ProgramCase:
-        variants = list(self.program.sources())
+    def _check_runs_and_pairs(self) -> _CaseBase:
         seen: set[str] = set()
         for index, run in enumerate(self.runs):
-            if run.mode not in variants:
-                raise ValueError(
-                    f"runs[{index}].mode: {run.mode!r} is not a program variant of this case; "
-                    f"variants: {', '.join(variants)}"
-                )
+            problem = self._mode_problem(run.framework, run.mode)
+            if problem is not None:
+                raise ValueError(f"runs[{index}].mode: {problem}")
             if run.expect.burn_versions and run.framework != "burn":
                 raise ValueError(
                     f"runs[{index}].expect.burn_versions: only burn runs can be limited to "
@@ -426,7 +353,7 @@ class ProgramCase(Model):
                 ref = getattr(pair, end)
                 if str(ref) not in seen:
                     raise ValueError(
-                        f"pairs[{index}].{end}: {str(ref)!r} is not a run of this case; "
+                        f"pairs[{index}].{end}: {quote(str(ref))} is not a run of this case; "
                         f"runs: {', '.join(r.key for r in self.runs)}"
                     )
         return self
@@ -435,9 +362,68 @@ class ProgramCase(Model):
     def path(self) -> Path:
         return self._path
 
-    def located(self, path: Path) -> ProgramCase:
+    def located(self, path: Path) -> Self:
         self._path = path
         return self
+
+    @property
+    def timeout_s(self) -> float:
+        return self.execution.timeout_s
+
+    @property
+    def memory_mib(self) -> int:
+        return self.execution.memory_mib
+
+    def run(self, key: str) -> RunSpec | None:
+        return next((r for r in self.runs if r.key == key), None)
+
+
+class P10Case(_CaseBase):
+    kind: Literal["p10"]
+    params: P10Params = P10Params()
+
+    def _mode_problem(self, framework: str, mode: str) -> str | None:
+        valid = modes_of(self.kind, framework)
+        return None if mode in valid else f"unknown mode {quote(mode)} for {framework}; valid: {', '.join(valid)}"
+
+    @model_validator(mode="after")
+    def _windows_fit(self) -> P10Case:
+        self.windows.check_fits(self.params.steps)
+        return self
+
+    @property
+    def steps(self) -> int:
+        return self.params.steps
+
+    def request_params(self, mode: str) -> dict[str, Any]:
+        """What the worker's adapter gets for a run of `mode`."""
+        return self.params.model_dump()
+
+    def recorded_params(self, mode: str) -> dict[str, Any] | None:
+        return None
+
+    def replace(self, **changes: Any) -> P10Case:
+        """A copy with fields changed (validated again), keeping the file path."""
+        data = {**self.model_dump(), **{k: v.model_dump() if isinstance(v, Model) else v for k, v in changes.items()}}
+        return type(self).model_validate(data).located(self.path)
+
+
+class ProgramCase(_CaseBase):
+    """A case whose runs execute a program under each framework (`kind = "program"`)."""
+
+    kind: Literal["program"]
+    program: ProgramSpec
+
+    # Set by the loader: variant -> the program (IR) both interpreters run, and
+    # the timed loop's iteration count (0: no loop).
+    _programs: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _steps: int = PrivateAttr(default=0)
+
+    def _mode_problem(self, framework: str, mode: str) -> str | None:
+        variants = list(self.program.sources())
+        if mode in variants:
+            return None
+        return f"{quote(mode)} is not a program variant of this case; variants: {', '.join(variants)}"
 
     def with_programs(self, programs: dict[str, Any], steps: int) -> ProgramCase:
         self._programs, self._steps = programs, steps
@@ -477,13 +463,6 @@ class ProgramCase(Model):
         copied = self.model_copy(update=changes)
         copied._path, copied._programs, copied._steps = self._path, self._programs, self._steps
         return copied
-
-    @property
-    def timeout_s(self) -> float:
-        return self.execution.timeout_s
-
-    def run(self, key: str) -> RunSpec | None:
-        return next((r for r in self.runs if r.key == key), None)
 
 
 Case = P10Case | ProgramCase

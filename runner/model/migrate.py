@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .base import quote
 from .case import RunRef
 
 _PAIR_CHECK = re.compile(r"pair (same|differ): (\S+)")
@@ -37,7 +38,7 @@ def _sides(subject: Any, where: str) -> tuple[dict[str, str], dict[str, str] | N
         raise MigrationError(f"{where}: expected a string, got {type(subject).__name__}")
     parts = subject.split("~")
     if len(parts) > 2:
-        raise MigrationError(f"{where}: expected 'framework/mode' or 'a ~ b', got {subject!r}")
+        raise MigrationError(f"{where}: expected 'framework/mode' or 'a ~ b', got {quote(subject)}")
     return _ref(parts[0], where), _ref(parts[1], where) if len(parts) == 2 else None
 
 
@@ -54,7 +55,7 @@ def _verdict_v1(item: Any, where: str) -> dict[str, Any]:
         if not match or b is None:
             raise MigrationError(
                 f"{where}.check: expected 'pair same: PROPERTY' or 'pair differ: "
-                f"PROPERTY' with a pair 'a ~ b', got {check!r}"
+                f"PROPERTY' with a pair 'a ~ b', got {quote(check)}"
             )
         observed = item.get("observed")
         if isinstance(observed, dict):

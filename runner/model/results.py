@@ -13,9 +13,16 @@ import json
 import math
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator, Field, JsonValue, PlainSerializer, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, model_validator
 
-from .base import FiniteFloat, Model, NonNegativeFloat, NonNegativeInt, PositiveInt
+from .base import (
+    Measure,
+    Model,
+    NonNegativeInt,
+    NonNegativeMeasure,
+    PositiveInt,
+    ShallowJson,
+)
 from .case import About, Outcome, RunRef
 
 M = TypeVar("M", bound=Model)
@@ -68,7 +75,17 @@ class Crash(Model):
     """The worker died without a record: a signal or an exit code."""
 
     signal: str | None = None
-    exit_code: int | None = None
+    exit_code: Annotated[int, Field(ge=-(2**31), lt=2**31)] | None = None
+    stderr_tail: ShortText = ""
+
+
+class OutOfMemory(Model):
+    """The run reached its memory limit (`execution.memory_mib`), or the machine's."""
+
+    limit_mib: PositiveInt | None = None
+    peak_mib: NonNegativeMeasure | None = None  # the worker's peak address space, where it was seen
+    # What said so: "MemoryError: ...", "memory allocation of 268435456 bytes failed", "SIGKILL at the limit".
+    detail: ShortText
     stderr_tail: ShortText = ""
 
 
@@ -133,19 +150,26 @@ class Observation(Model):
 
 class Checkpoint(Model):
     step: PositiveInt
-    ms_per_step: NonNegativeFloat
+    ms_per_step: NonNegativeMeasure
     rss_bytes: NonNegativeInt | None = None
-    rss_delta_mib: FiniteFloat | None = None
+    rss_delta_mib: Measure | None = None
     tracked: bool | None = None
     flags: dict[str, FlagValue] = {}
 
 
 class Slope(Model):
-    value: FiniteFloat
-    ci95: tuple[FiniteFloat, FiniteFloat]
+    value: Measure
+    ci95: tuple[Measure, Measure]
 
 
-Window = tuple[PositiveInt, PositiveInt]
+def _ordered(window: tuple[int, int]) -> tuple[int, int]:
+    if window[0] > window[1]:
+        raise ValueError(f"a window from step {window[0]} to step {window[1]}: the first step is after the last")
+    return window
+
+
+# Steps first..last (1-based, inclusive).
+Window = Annotated[tuple[PositiveInt, PositiveInt], AfterValidator(_ordered)]
 
 
 class Metrics(Model):
@@ -155,11 +179,11 @@ class Metrics(Model):
     # None: the run has no timed loop long enough for the case's windows.
     reference_window: Window | None
     last_window: Window | None
-    reference_median_ms: NonNegativeFloat | None = None
-    last_median_ms: NonNegativeFloat | None = None
-    slowdown_ratio: NonNegativeFloat | None = None
+    reference_median_ms: NonNegativeMeasure | None = None
+    last_median_ms: NonNegativeMeasure | None = None
+    slowdown_ratio: NonNegativeMeasure | None = None
     slope_ms_per_1000: Slope | None = None
-    rss_growth_mib_per_1000: FiniteFloat | None = None
+    rss_growth_mib_per_1000: Measure | None = None
     tracked: bool | None = None
     tracked_consistent: bool = True
 
@@ -174,21 +198,30 @@ class RawRun(Model):
     panic: Panic | None = None
     error: RunError | None = None
     crash: Crash | None = None
-    timeout_s: FiniteFloat | None = None
+    oom: OutOfMemory | None = None
+    timeout_s: NonNegativeMeasure | None = None
+    # The address space the worker was limited to (RLIMIT_AS), in MiB.
+    memory_mib: PositiveInt | None = None
     stderr_tail: ShortText | None = None
     versions: dict[str, str | None] = {}
-    params: dict[str, JsonValue] = {}
-    step_ms: list[NonNegativeFloat] = []
+    params: dict[str, ShallowJson] = {}
+    step_ms: list[NonNegativeMeasure] = []
     checkpoints: list[Checkpoint] = []
-    rss_samples: list[tuple[NonNegativeInt, FiniteFloat]] = []
-    wall_s: NonNegativeFloat = 0.0
+    rss_samples: list[tuple[NonNegativeInt, Measure]] = []
+    wall_s: NonNegativeMeasure = 0.0
     # Program runs: where the program stopped, and what each `observe` saw.
     failure: Failure | None = None
     observations: list[Observation] = []
 
     @model_validator(mode="after")
     def _details_match_outcome(self) -> RawRun:
-        needs = {"panic": self.panic, "error": self.error, "crash": self.crash, "unsupported": self.failure}
+        needs = {
+            "panic": self.panic,
+            "error": self.error,
+            "crash": self.crash,
+            "oom": self.oom,
+            "unsupported": self.failure,
+        }
         if self.outcome in needs and needs[self.outcome] is None:
             raise ValueError(f"outcome {self.outcome!r} needs its {self.outcome!r} details")
         return self
@@ -223,8 +256,8 @@ class Verdict(Model):
     b: RunRef | None = None
     relation: Literal["expect", "same", "differ"]
     property: str
-    expected: JsonValue
-    observed: JsonValue
+    expected: ShallowJson
+    observed: ShallowJson
     passed: bool
     reason: str | None = None
 
@@ -276,7 +309,7 @@ class Provenance(Model):
     cpu: str
     machine: str
     system: str
-    cores: PositiveInt | None = None
+    cores: Annotated[int, Field(ge=1, le=1 << 20)] | None = None
     git_commit: str | None = None
     started: Timestamp
     finished: Timestamp | None = None
@@ -330,6 +363,15 @@ class ResultsDocument(Model):
     runs: list[RunRecord]
     expectations: list[Verdict]
     not_applicable: list[Skipped] = []
+    # A check stopped before its end (a signal): the runs completed until then.
+    partial: bool = False
+    partial_reason: ShortText | None = None
+
+    @model_validator(mode="after")
+    def _partial_has_its_reason(self) -> ResultsDocument:
+        if self.partial_reason is not None and not self.partial:
+            raise ValueError("partial_reason: only a partial document (partial = true) has one")
+        return self
 
     @model_validator(mode="after")
     def _runs_unique(self) -> ResultsDocument:

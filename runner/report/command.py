@@ -3,14 +3,23 @@ each machine with its previous run in the history folder, and write
 `report.html`, `report.md` and `results.json` into the output folder.
 
 Everything that can fail on bad input (reading and validating results files,
-the history folder and the previous runs, rendering) happens before the first
-write. Then each file is replaced atomically (temporary file, fsync, rename):
-the three report files first, the history entries last, so an interrupted run
-leaves every file either as it was or complete, and never records a run whose
-report was not written.
+the output and history folders, the previous runs, rendering) happens before
+the first run and the first write. Then the report files and the history
+entries are written as one (`runner.atomic.write_together`, under the history
+folder's lock): each to a temporary file, and only when all are complete are
+they renamed, with signals held back. A failure or a signal before that
+leaves the previous report and the history as they were; a report and its
+history entry change together or not at all.
+
+A signal while the cases run keeps the completed runs in a kept file (marked
+partial) and leaves the report as it was. A write that fails after the runs
+(a full disk) keeps the results in a kept file too, and says where (exit 3).
+A partial results file (`--from-results`) is reported, but not added to the
+history.
 
 Exit codes: 0 nothing changed and every expectation holds; 1 otherwise;
-2 bad input; 3 infrastructure (a framework or the probe missing).
+2 bad input; 3 infrastructure (a framework or the probe missing, a write that
+failed); 128 + N after signal N.
 """
 
 from __future__ import annotations
@@ -18,24 +27,26 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import cases as case_files
+from .. import outputs
 from ..argtypes import path
-from ..atomic import write_text
 from ..engine import check
-from ..errors import BadInput
+from ..errors import BadInput, Infrastructure, Interrupted, RunnerError
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
-from ..results import bundle, dump, load_results
+from ..results import bundle, dump, keep_partial, load_results, now, provenance
 from . import browser, fuzzing, html_page, markdown, trend, upgrades
 from .changes import changes
 from .differences import differences
 from .history import History
-from .machines import Machine, group
+from .machines import Machine, fingerprint, group
 from .model import Comparison, Report
 
 DEFAULT_OUT = Path("reports")
+REPORT_FILES = ("results.json", "report.md", "report.html")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -67,6 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="report on these results files (from `check --json` or `report`; several "
         "machines give one column set each) instead of running the cases",
     )
+
     parser.add_argument(
         "--upgrades",
         type=path,
@@ -90,8 +102,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fresh_results(refs: list[str]) -> list[tuple[ResultsDocument, str]]:
-    doc = check(case_files.load_selected(refs), ConsoleReporter())
+def _fresh_results(refs: list[str], before_runs: Callable[[], None]) -> list[tuple[ResultsDocument, str]]:
+    cases = case_files.load_selected(refs)
+    before_runs()
+    try:
+        doc = check(cases, ConsoleReporter())
+    except Interrupted as stop:
+        keep_partial(stop, "report")
+        raise
     return [(doc, "this run")]
 
 
@@ -107,16 +125,32 @@ def _compare(history: History, machine: Machine) -> Comparison:
     return Comparison(previous, changes(before, machine.doc), before.provenance)
 
 
-def build(inputs: list[tuple[ResultsDocument, str]], history: History, upgrade_paths: list[Path]) -> Report:
+def build(
+    inputs: list[tuple[ResultsDocument, str]], history: History, upgrade_paths: list[Path] | None = None
+) -> Report:
     machines = group(inputs)
     generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     report = Report(machines, [_compare(history, m) for m in machines], generated)
-    report.upgrades, report.unreadable_upgrades = upgrades.read(upgrade_paths)
+    report.upgrades, report.unreadable_upgrades = upgrades.read(upgrade_paths or [])
     report.history = trend.load(history, machines)
     cases = report.cases()
     pairs = {case: report.pairs(case) for case in cases}
     report.differences = differences(machines, cases, pairs, report.history.all(), report.upgrades)
     return report
+
+
+def _check_outputs(out: Path, history: History) -> None:
+    outputs.check_folder(out, "--out", REPORT_FILES)
+    outputs.check_folder(history.folder, "--history")
+
+
+def _check_previous_run(history: History) -> None:
+    """Before running the cases: this machine's latest history entry must be
+    readable, or the comparison would fail after every run was made."""
+    here = provenance(now(), now())
+    latest = history.latest(fingerprint(here))
+    if latest is not None:
+        latest.load()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,22 +163,54 @@ def run(args: argparse.Namespace) -> int:
         browser.find()  # before anything runs or is written
     history = History(args.history if args.history is not None else out / "history")
     upgrade_paths = upgrades.default_paths() if args.upgrades is None else args.upgrades
-    inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args.cases)
-    report = build(inputs, history, upgrade_paths)
-    report.fuzz = fuzzing.read(args.fuzz if args.fuzz is not None else fuzzing.DEFAULT)
-    page, summary = html_page.render(report), markdown.render(report)
-    results = bundle([m.doc for m in report.machines])
+    if args.from_results:
+        inputs = _from_files(args.from_results)
+        _check_outputs(out, history)
+    else:
 
-    write_text(out / "results.json", dump(results))
-    write_text(out / "report.md", summary)
-    write_text(out / "report.html", page)
-    recorded = [history.add(m) for m in report.machines]
+        def before_runs() -> None:
+            _check_outputs(out, history)
+            _check_previous_run(history)
+
+        inputs = _fresh_results(args.cases, before_runs)
+    try:
+        report = build(inputs, history, upgrade_paths)
+        report.fuzz = fuzzing.read(args.fuzz if args.fuzz is not None else fuzzing.DEFAULT)
+        page, summary = html_page.render(report), markdown.render(report)
+    except RunnerError as err:
+        if args.from_results:
+            raise
+        # Something changed under the history folder while the cases ran: keep what they made.
+        kept = outputs.keep("report", dump(bundle([doc for doc, _ in inputs])))
+        raise type(err)(f"{err}\nthe results of this run are kept in {kept}") from None
+    results = dump(bundle([m.doc for m in report.machines]))
+    files = [(out / "results.json", results), (out / "report.md", summary), (out / "report.html", page)]
+    keep_as = None if args.from_results else [("report", results)]
+
+    recorded, partial = [], []
+    try:
+        with history.locked():
+            entries = []
+            for machine in report.machines:
+                if machine.doc.partial:
+                    partial.append(machine)
+                    continue
+                where, text = history.planned(machine)
+                recorded.append(where)
+                if text is not None:
+                    entries.append((where, text))
+            outputs.write_or_keep(files + (history.marker() + entries if entries else []), "report", keep_as)
+    except OSError as err:  # the history folder or its lock could not be made
+        note = f"; the results are kept in {outputs.keep(*keep_as[0])}" if keep_as else ""
+        raise Infrastructure(f"--history {history.folder}: {err.strerror or err}{note}") from None
 
     print(report.status())
-    for name in ("report.html", "report.md", "results.json"):
+    for name in REPORT_FILES:
         print(f"wrote {out / name}")
     for entry in recorded:
         print(f"history: {entry}")
+    for machine in partial:
+        print(f"history: not recorded: the results of {machine.label} are partial ({machine.doc.partial_reason})")
     if args.screenshots:
         for shot in browser.screenshots(out / "report.html", out / browser.SHOTS):
             print(f"screenshot: {shot}")

@@ -2,26 +2,38 @@
 
 File names sort by time and carry the burn version and the machine
 fingerprint: `20261129T070238Z__burn-0.22.1__3f2a9c0d1e.json` (UTC start of
-the run). A marker file, `HISTORY.json`, says the folder is one; the command
-refuses a folder that has other files but no marker, so a wrong `--history`
-never scatters files into an unrelated folder. Entries are written atomically
-and never rewritten.
+the run; `~2`, `~3` after it for another run of the same machine and second).
+A marker file, `HISTORY.json`, says the folder is one; the command refuses a
+folder that has other files but no marker, so a wrong `--history` never
+scatters files into an unrelated folder. Entries are written atomically, with
+the report they belong to (`runner.atomic.write_together`), and never
+rewritten. Reports that write to one history folder at once take turns
+(`locked`: an exclusive `flock` on the folder itself), so each picks a name
+no other has taken.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import write_json, write_text
-from ..errors import BadInput
+from ..atomic import write_together
+from ..errors import BadInput, Infrastructure
 from ..inputs import read_json
+from ..model.base import quote
 from ..model.results import Provenance, ResultsDocument
 from ..results import dump, load_results
 from .machines import Machine, utc
 
 MARKER = "HISTORY.json"
+LOCK_TIMEOUT_S = 600.0
 MARKER_VERSION = 1
 MARKER_DOC = {
     "history_schema_version": MARKER_VERSION,
@@ -74,7 +86,7 @@ class History:
             version = data.get("history_schema_version") if isinstance(data, dict) else None
             if version != MARKER_VERSION:
                 raise BadInput(
-                    f"{marker}: history_schema_version: {version!r} is not supported; "
+                    f"{marker}: history_schema_version: {quote(version, 40)} is not supported; "
                     f"this runner reads {MARKER_VERSION}"
                 )
         elif self.folder.is_dir():
@@ -97,26 +109,64 @@ class History:
                 found.append(Entry(path, match["stamp"], match["burn"], match["fingerprint"]))
         return found
 
+    def latest(self, fingerprint: str) -> Entry | None:
+        """The latest entry of the machine with this fingerprint."""
+        mine = [e for e in self.entries() if e.fingerprint == fingerprint]
+        return mine[-1] if mine else None
+
     def previous(self, machine: Machine) -> Entry | None:
         """The latest entry of the same machine that started before this run."""
         stamp = stamp_of(machine.provenance)
         earlier = [e for e in self.entries() if e.fingerprint == machine.fingerprint and e.stamp < stamp]
         return earlier[-1] if earlier else None
 
-    def add(self, machine: Machine) -> Path:
-        """Record a run (atomically); a run already recorded is not written twice."""
-        if not (self.folder / MARKER).exists():
-            write_json(self.folder / MARKER, MARKER_DOC)
+    @contextmanager
+    def locked(self, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+        """Hold the folder's lock (creating the folder): one report at a time picks names and writes."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise Infrastructure(
+                            f"--history {self.folder}: another report has held its lock for {timeout_s:g} s"
+                        ) from None
+                    time.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def planned(self, machine: Machine) -> tuple[Path, str | None]:
+        """Where this run's entry goes and what it holds (None: it is already
+        recorded there). Call it holding the lock, and write before letting go."""
+        text = dump(machine.doc)
         n = 1
         while True:
             path = self.folder / entry_name(machine, n)
-            if not path.exists():
-                write_text(path, dump(machine.doc))
-                return path
+            if not os.path.lexists(path):
+                return path, text
             try:
                 same = load_results(path) == [machine.doc]
             except BadInput:
                 same = False
             if same:
-                return path
+                return path, None
             n += 1
+
+    def marker(self) -> list[tuple[Path, str]]:
+        """The marker file to write with the first entry (nothing if it exists)."""
+        path = self.folder / MARKER
+        return [] if os.path.lexists(path) else [(path, json.dumps(MARKER_DOC, indent=1) + "\n")]
+
+    def add(self, machine: Machine) -> Path:
+        """Record a run on its own (atomically); a run already recorded is not written twice."""
+        with self.locked():
+            path, text = self.planned(machine)
+            if text is not None:
+                write_together([*self.marker(), (path, text)])
+            return path

@@ -83,6 +83,8 @@ def _merge(into: Machine, doc: ResultsDocument, source: str) -> None:
             "not_applicable": into.doc.not_applicable + doc.not_applicable,
             "cases": into.doc.cases + [c for c in doc.cases if c.name not in {k.name for k in into.doc.cases}],
             "summary": Summary.of(runs, expectations),
+            "partial": into.doc.partial or doc.partial,
+            "partial_reason": "; ".join(d.partial_reason for d in (into.doc, doc) if d.partial_reason) or None,
         }
     )
     into.sources.append(source)

@@ -23,8 +23,18 @@ def _cell(text: str) -> str:
     return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ")
 
 
+def _code(text: str) -> str:
+    """A value as inline code; one holding a backtick (it would end the code
+    span and let what follows through as raw HTML), a `<`, a pipe or a line
+    break is written as escaped plain text instead."""
+    text = str(text)
+    if any(ch in text for ch in "`<|\n\r"):
+        return _cell(text)
+    return f"`{text}`"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]  # cells: plain text
     return out
 
@@ -69,10 +79,10 @@ def render(report: Report) -> str:
     out = [
         "# burn-torch-diff nightly report",
         "",
-        f"**{report.status()}**",
+        f"**{_cell(report.status())}**",
         "",
         f"Generated {report.generated}; machines: "
-        + ", ".join(f"`{m.label}` (burn {_cell(m.provenance.burn or '?')})" for m in machines),
+        + ", ".join(f"{_code(m.label)} (burn {_cell(m.provenance.burn or '?')})" for m in machines),
         "",
     ]
 
@@ -102,14 +112,14 @@ def render(report: Report) -> str:
             "",
             "Not checked (limited to other burn versions): "
             + "; ".join(
-                f"`{m.label}` {_cell(i.case)} {_cell(i.subject)} ({_cell(i.burn_versions)})" for m, i in skipped
+                f"{_code(m.label)} {_cell(i.case)} {_cell(i.subject)} ({_cell(i.burn_versions)})" for m, i in skipped
             ),
         ]
     failing = [(m, e) for m in machines for e in m.doc.expectations if not e.passed]
     if failing:
         out += ["", "Do not hold:"]
         out += [
-            f"- `{m.label}` {_cell(expectation_name(e))}: expected {_cell(fmt(e.expected))}, "
+            f"- {_code(m.label)} {_cell(expectation_name(e))}: expected {_cell(fmt(e.expected))}, "
             f"observed {_short(observed_text(e))}"
             for m, e in failing
         ]
@@ -123,10 +133,10 @@ def render(report: Report) -> str:
     ]
     for m, comparison in zip(machines, report.comparisons, strict=True):
         if comparison.previous is None:
-            out.append(f"- `{m.label}`: {_cell(comparison.note)}")
+            out.append(f"- {_code(m.label)}: {_cell(comparison.note)}")
             continue
         prev = comparison.previous
-        head = f"- `{m.label}` compared with `{_cell(prev.name)}` ({_cell(previous_text(comparison))})"
+        head = f"- {_code(m.label)} compared with {_code(prev.name)} ({_cell(previous_text(comparison))})"
         if not comparison.changes:
             out.append(head + ": nothing changed")
             continue

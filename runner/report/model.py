@@ -80,11 +80,22 @@ class Report:
         return sum(len(c.changes) for c in self.comparisons)
 
     @property
+    def partial(self) -> list[Machine]:
+        """Machines whose results stop early (a check interrupted by a signal)."""
+        return [m for m in self.machines if m.doc.partial]
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.failed == 0 and self.changed == 0 else 1
+        return 0 if self.failed == 0 and self.changed == 0 and not self.partial else 1
 
     def status(self) -> str:
-        if self.exit_code == 0:
+        if self.partial:
+            reasons = "; ".join(f"{m.label}: {m.doc.partial_reason or 'partial'}" for m in self.partial)
+            return f"PARTIAL RESULTS ({reasons}): {self._status()}"
+        return self._status()
+
+    def _status(self) -> str:
+        if self.failed == 0 and self.changed == 0:
             missing = sum(c.previous is None for c in self.comparisons)
             if not missing:
                 return "OK: nothing changed since the previous run and every expectation holds"

@@ -4,7 +4,9 @@ Builds the probe against both burn sources (own folders, cached), runs the
 torch side of every case once (torch does not depend on burn) and the burn
 side once per source, judges each side like `check` does, and classifies
 every burn run (see `classify`). Exit: 0 no change, 1 behaviour change,
-2 bad input, 3 build-break or infrastructure.
+2 bad input (including an `--out` that cannot be written, found before the
+builds), 3 build-break or infrastructure, 128 + N after signal N (the runs
+completed on each side are kept, marked partial, in kept files named on stderr).
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import cases as case_files
+from .. import outputs
 from ..argtypes import nonempty, path, positive_int, timeout_seconds
-from ..atomic import write_text
 from ..compare import RULE
 from ..engine import RunKey, judge, run_all
+from ..errors import Interrupted
 from ..frameworks import adapter_for
 from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
 from ..model.upgrade import CLASSES, Build, Classified, UpgradeReport
 from ..progress import ConsoleReporter
-from ..results import document, dump, now
+from ..results import document, dump, keep_partial, now
 from . import build as probe_build
 from . import sources
 from .classify import classify
@@ -61,6 +64,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
 
 
+OUT_FILES = ("results-from.json", "results-to.json", "upgrade.json", "upgrade.md")
+
+
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -78,7 +84,11 @@ def run(args: argparse.Namespace) -> int:
     before_src = sources.parse(args.from_source or sources.pinned_version(), "--from")
     after_src = sources.parse(args.to_source, "--to")
     cases = case_files.load_selected(args.cases, steps=args.steps, timeout=args.timeout)
+    if args.out:
+        outputs.check_folder(args.out, "--out", OUT_FILES)
     before, after = sources.resolve(before_src), sources.resolve(after_src)
+    out = args.out or Path("results") / f"upgrade-{_slug(before.label)}-to-{_slug(after.label)}"
+    outputs.check_folder(out, "--out", OUT_FILES)
     _say(f"upgrade check: burn {before.label} -> {after.label}")
 
     builds: dict[str, Build] = {}
@@ -96,21 +106,37 @@ def run(args: argparse.Namespace) -> int:
     broken = any(not b.ok for b in builds.values())
     if broken:
         _say("a side did not build: every burn run is a build-break; nothing is run")
-    torch_records = run_all(torch_cases, reporter) if torch_cases and not broken else {}
+    torch_records: dict[RunKey, RunRecord] = {}
     side_records: dict[str, dict[RunKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
-    if not broken:
-        # Interleaved, run by run (from, to, from, to, ...), so that the host's
-        # drift over minutes falls on both sides alike instead of on one.
-        for case in burn_cases:
-            for spec in case.runs:
-                one = case_files.select(case, ["burn"], [spec.mode])
-                for side, result in builds.items():
-                    _say(f"burn {result.source}:")
-                    override = adapter_for(case.kind, "burn").override_env
-                    env = {override: result.probe} if override and result.probe else {}
-                    records = side_records[side]
-                    assert records is not None
-                    records.update(run_all([one], reporter, env=env))
+    try:
+        if torch_cases and not broken:
+            run_all(torch_cases, reporter, into=torch_records)
+        if not broken:
+            # Interleaved, run by run (from, to, from, to, ...), so that the host's
+            # drift over minutes falls on both sides alike instead of on one.
+            for case in burn_cases:
+                for spec in case.runs:
+                    one = case_files.select(case, ["burn"], [spec.mode])
+                    for side, result in builds.items():
+                        _say(f"burn {result.source}:")
+                        override = adapter_for(case.kind, "burn").override_env
+                        env = {override: result.probe} if override and result.probe else {}
+                        records = side_records[side]
+                        assert records is not None
+                        run_all([one], reporter, env=env, into=records)
+    except KeyboardInterrupt as err:
+        stop = err if isinstance(err, Interrupted) else Interrupted()
+        total = sum(len(c.runs) for c in torch_cases) + sum(len(c.runs) for c in burn_cases) * len(builds)
+        done = len(torch_records) + sum(len(r or {}) for r in side_records.values())
+        reason = f"interrupted by {stop.name} after {done} of {total} runs of the upgrade check"
+        for side, side_record in side_records.items():
+            ran = {**torch_records, **(side_record or {})}
+            runs, expectations, skipped = judge(cases, ran)
+            stop.partial.append(document(runs, expectations, started, now(), skipped, cases, f"{reason} ({side})"))
+        keep_partial(stop, "upgrade-check")
+        if stop is err:
+            raise
+        raise stop from None
     side_docs: dict[str, ResultsDocument | None] = {}
     for side, side_record in side_records.items():
         if side_record is None:
@@ -129,12 +155,14 @@ def run(args: argparse.Namespace) -> int:
         counts=dict(Counter(c.klass for c in classes)),
         runs=classes,
     )
-    out = args.out or Path("results") / f"upgrade-{_slug(before.label)}-to-{_slug(after.label)}"
-    for side, doc in side_docs.items():
-        if doc is not None:
-            write_text(out / f"results-{side}.json", dump(doc))
-    write_text(out / "upgrade.json", report.dump_json())
-    write_text(out / "upgrade.md", render_markdown(report))
+    files = [(out / f"results-{side}.json", dump(doc)) for side, doc in side_docs.items() if doc is not None]
+    files += [(out / "upgrade.json", report.dump_json()), (out / "upgrade.md", render_markdown(report))]
+    outputs.write_or_keep(
+        files,
+        "--out",
+        keep_as=[("upgrade-check", report.dump_json())]
+        + [(f"upgrade-check-results-{side}", dump(doc)) for side, doc in side_docs.items() if doc is not None],
+    )
     print(render_table(report))
     print(f"written: {out / 'upgrade.json'}, {out / 'upgrade.md'}")
 

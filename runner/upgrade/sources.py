@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput, Infrastructure
-from ..inputs import MAX_PATH_CHARS
+from ..inputs import MAX_PATH_CHARS, check_path_argument
 from ..model.base import quote
 from ..paths import PROBE_MANIFEST
 from ..versions import is_version
@@ -68,6 +68,10 @@ def parse(argument: str, option: str) -> BurnSource | str:
         )
     if is_version(argument):
         return BurnSource(version=argument)
+    try:
+        check_path_argument(argument, option)
+    except BadInput as err:
+        raise BadInput(f"{err}; and not a semantic version (e.g. 0.22.0) or 'latest'") from None
     folder = Path(argument)
     if folder.is_dir():
         crate = _burn_crate_dir(folder)
