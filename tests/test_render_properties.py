@@ -35,7 +35,7 @@ NUMBER = re.compile(r"(?:nan|inf)", re.IGNORECASE)
     )
 )
 def test_a_plot_of_any_finite_values_renders(point_lists):
-    series = [svg.Series(f"s{i}", points, "#000") for i, points in enumerate(point_lists)]
+    series = [svg.Series(f"s{i}", points, svg.Style("#000")) for i, points in enumerate(point_lists)]
     out = svg.line_plot(series, title="t", x_label="x", y_label="y")
     coordinates = " ".join(re.findall(r'(?:points|cx|cy|x|y|x1|x2|y1|y2)="([^"]*)"', out))
     assert not NUMBER.search(coordinates), coordinates[:300]

@@ -118,6 +118,30 @@ def use_log_scale(values: list[float]) -> bool:
     return _percentile(values, 0.99) / _percentile(values, 0.01) > LOG_SPAN
 
 
+# Where plotted values are clamped: far inside a double's range, so that spans and steps stay finite.
+SAFE_MAX = 1e300
+SAFE_MIN = 1e-300
+# A log axis over more decades than this labels every few decades only.
+MAX_DECADES = 12
+
+
+def _clamped(value: float, log: bool = False) -> float:
+    """`value` within +-SAFE_MAX; a magnitude below SAFE_MIN is 0 (SAFE_MIN on a log axis)."""
+    if log:
+        return min(max(value, SAFE_MIN), SAFE_MAX)
+    value = min(max(value, -SAFE_MAX), SAFE_MAX)
+    return 0.0 if abs(value) < SAFE_MIN else value
+
+
+def _widened(low: float, high: float) -> tuple[float, float]:
+    """An axis range that is not empty: one value, or values too close to tell apart, get room around them."""
+    magnitude = max(abs(low), abs(high))
+    if high > low and high - low > 1e-9 * magnitude:
+        return low, high
+    pad = magnitude * 0.01 if magnitude * 0.01 >= SAFE_MIN else 1.0
+    return low - pad, high + pad
+
+
 def _nice_step(span: float, count: int = 5) -> float:
     raw = span / count if span > 0 else 1.0
     power = 10.0 ** math.floor(math.log10(raw))
@@ -125,21 +149,29 @@ def _nice_step(span: float, count: int = 5) -> float:
 
 
 def _linear_ticks(low: float, high: float, count: int = 5) -> tuple[float, float, list[float]]:
-    step = _nice_step(high - low, count)
+    low, high = _widened(_clamped(low) / 2, _clamped(high) / 2)  # halved: the span of two clamped values stays finite
+    low, high = low * 2, high * 2
+    step = _nice_step((high - low) / 2, count) * 2
     start, end = math.floor(low / step) * step, math.ceil(high / step) * step
-    if end == start:
-        end = start + step
-    n = round((end - start) / step)
+    if not end - start > 1e-9 * max(abs(start), abs(end)) or not math.isfinite(end - start):
+        start, end = low, high
+    n = min(round((end - start) / step), 20) if math.isfinite((end - start) / step) else 1
+    if n < 1:
+        return start, end, [start, end]
+    step = (end - start) / n
     return start, end, [start + i * step for i in range(n + 1)]
 
 
 def _log_ticks(low: float, high: float) -> tuple[float, float, list[float]]:
+    low, high = _clamped(low, True), _clamped(high, True)
     lo, hi = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    if hi == lo:
-        hi += 1
+    lo, hi = max(lo, -299), min(hi, 299)
+    if hi <= lo:
+        hi = lo + 1
     multiples = (1, 2, 5) if hi - lo <= 2 else (1,)
-    ticks = [m * 10**e for e in range(lo, hi + 1) for m in multiples if m * 10**e <= 10**hi]
-    return 10.0**lo, 10.0**hi, ticks
+    stride = max(1, math.ceil((hi - lo) / MAX_DECADES))
+    ticks = [m * 10.0**e for e in range(lo, hi + 1, stride) for m in multiples if m * 10.0**e <= 10.0**hi]
+    return 10.0**lo, 10.0**hi, [t for t in ticks if t > 0]
 
 
 def label(value: float) -> str:
@@ -187,8 +219,8 @@ def _axes(
     xs = [x for _, pts in drawn for x, _ in pts] or [0.0, 1.0]
     ys = list(y_range) if y_range else [y for _, pts in drawn for _, y in pts] or [0.0, 1.0]
     x0, x1 = x_range if x_range else (min(xs), max(xs))
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
+    x0, x1 = _widened(_clamped(x0) / 2, _clamped(x1) / 2)
+    x0, x1 = x0 * 2, x1 * 2
     log = use_log_scale(ys) if log is None else log and min(ys) > 0
     if log:
         y0, y1, ticks = _log_ticks(min(ys), max(ys))
@@ -253,8 +285,10 @@ def plot(
     left, bottom = 54, 36
     right = 190 if legend == "right" else 14
     pw, ph = width - left - right, height - top - bottom
-    drawn = [(s, thin(s.points, max_points)) for s in series if s.points]
+    drawn = [(s, [(_clamped(x), _clamped(y)) for x, y in thin(s.points, max_points)]) for s in series if s.points]
     ax = _axes(drawn, (left, top, pw, ph), x_range, y_floor_zero, 5 if ph > 150 else 3, y_range, log)
+    if ax.log:
+        drawn = [(s, [(x, _clamped(y, True)) for x, y in pts]) for s, pts in drawn]
     scale = "log" if ax.log else "linear"
     out = [
         f'<svg class="plot" id="{escape(plot_id)}" xmlns="http://www.w3.org/2000/svg" '
