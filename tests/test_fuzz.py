@@ -199,6 +199,7 @@ def _program(source: str) -> dict:
     return data.materialize(syntax.parse(source, where="t"), seed=0).model_dump(mode="json")
 
 
+@pytest.mark.slow
 def test_a_crash_in_a_batch_names_the_culprit_and_loses_nothing(tmp_path):
     worker = fake_worker(
         tmp_path,
@@ -215,6 +216,7 @@ def test_a_crash_in_a_batch_names_the_culprit_and_loses_nothing(tmp_path):
         assert p.crashes == 1
 
 
+@pytest.mark.slow
 def test_a_hang_is_a_timeout_and_the_next_program_still_runs(tmp_path):
     worker = fake_worker(
         tmp_path,
