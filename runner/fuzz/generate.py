@@ -53,6 +53,8 @@ GENERATED = (
     "observe",
     "repeat",
     "grad",
+    "freeze",
+    "add_scalar_",
 )
 
 
@@ -137,7 +139,7 @@ _OPTIMIZER = st.sampled_from((None, None, None, "sgd", "adam"))
 _LR = st.sampled_from((0.1, 0.01))
 _MOMENTUM = st.sampled_from((0.0, 0.9))
 _DECAY = st.sampled_from((0.0, 0.01))
-_SPECIAL = st.sampled_from(("require_grad", "detach-param", "backward-twice"))
+_SPECIAL = st.sampled_from(("require_grad", "detach-param", "backward-twice", "freeze", "inplace"))
 _DECLS = st.integers(1, 3)
 _ONE_IN_10 = st.integers(0, 9)
 _ONE_IN_20 = st.integers(0, 19)
@@ -291,6 +293,15 @@ def programs(draw: st.DrawFn, max_ops: int = 8) -> ParsedProgram:
         special = draw(_SPECIAL)
         if special == "require_grad":
             b.stmt("require_grad", [last.name])
+        elif special == "freeze":
+            frozen = [v for v in b.values if v.param]
+            if len(frozen) > 1:  # one param stays trainable: the loss must still reach one
+                b.stmt("freeze", [frozen[-1].name])
+        elif special == "inplace":
+            c = b.fresh()
+            b.stmt("clone", [last.name], c)
+            b.stmt("add_scalar_", [c], None, scalar=1.5)
+            b.value(c, last.shape, scalar=last.scalar)
         elif special == "detach-param":
             param = next(v for v in b.values if v.param)
             d = b.fresh()
