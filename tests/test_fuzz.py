@@ -240,7 +240,10 @@ def test_a_planted_bug_is_found_shrunk_and_written_with_a_reproducer(tmp_path):
     worker = fake_worker(
         tmp_path,
         """
-        torch.sigmoid = (lambda real: (lambda t: real(t) * 1.01))(torch.sigmoid)
+        # patched once per worker: this body runs for every request
+        if not hasattr(torch, "real_sigmoid"):
+            torch.real_sigmoid = torch.sigmoid
+            torch.sigmoid = lambda t: torch.real_sigmoid(t) * 1.01
     """,
     )
     found = []
@@ -283,3 +286,22 @@ def test_signature_is_class_and_operation_sequence():
         "p = param(2)\nopt = sgd(lr=0.1)\ny = exp(p)\nloss = sum(y)\nbackward(loss)\nobserve(y)", where="t"
     )
     assert signature(Divergence("values", "y", {}), p) == "values:exp-sum-backward"
+
+
+def test_a_divergence_that_does_not_come_back_is_kept_as_flaky():
+    """hypothesis replays the smallest failing program; when that replay passes (a framework that
+    is not deterministic), the round keeps its last failure, marked flaky, instead of raising."""
+    seen: set[str] = set()
+
+    class OnceOnly(Campaign):
+        def evaluate(self, parsed, count=True):  # type: ignore[override]
+            key = syntax.unparse(parsed)
+            self.stats.programs += count
+            if "exp" in ops_of(parsed) and key not in seen:
+                seen.add(key)
+                return [Divergence("values", "y", {"a": 1.0, "b": 2.0})]
+            return []
+
+    campaign = OnceOnly(None, seed=1)  # type: ignore[arg-type]
+    found = campaign.hunt(7, deadline=float("inf"))
+    assert found is not None and found.flaky and "exp" in found.signature

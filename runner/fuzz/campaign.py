@@ -21,6 +21,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Flaky
 
 from ..program import data as program_data
 from ..program.ir import ParsedProgram
@@ -56,6 +57,9 @@ class Found:
     program: ParsedProgram
     signature: str
     evaluations: int  # programs run while shrinking it
+    # The smallest failing program did not fail again when replayed: the divergence comes and goes
+    # (a nondeterministic framework, a worker that changes state). Kept: that is an observation too.
+    flaky: bool = False
 
 
 class _NewDivergence(Exception):
@@ -163,7 +167,7 @@ class Campaign:
     def hunt(self, round_seed: int, deadline: float) -> Found | None:
         """One round: generate until a new divergence (then shrink it), the round's
         examples run out, or the deadline passes."""
-        target: dict[str, Any] = {"cls": None, "evaluations": 0}
+        target: dict[str, Any] = {"cls": None, "evaluations": 0, "last": None}
 
         @hypothesis_seed(round_seed)
         @settings(
@@ -192,12 +196,21 @@ class Campaign:
                     continue
                 if target["cls"] in (None, d.cls):
                     target["cls"] = d.cls
-                    raise _NewDivergence(d, parsed, sig)
+                    err = _NewDivergence(d, parsed, sig)
+                    target["last"] = err
+                    raise err
 
         try:
             probe()
         except _NewDivergence as err:
             return Found(err.divergence, err.program, err.signature, target["evaluations"])
+        except Flaky:
+            # hypothesis replays the smallest failing program and it passed this time: keep the
+            # last failure seen rather than lose the round (or the campaign)
+            last: _NewDivergence | None = target["last"]
+            if last is None:
+                raise
+            return Found(last.divergence, last.program, last.signature, target["evaluations"], flaky=True)
         return None
 
     def run(self, budget_s: float, max_programs: int | None = None) -> Stats:

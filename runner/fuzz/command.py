@@ -145,10 +145,12 @@ def run(args: argparse.Namespace) -> int:
                     "label": found.divergence.label,
                     "detail": _jsonable(found.divergence.detail),
                     "shrink_evaluations": found.evaluations,
+                    "flaky": found.flaky,
                     **paths,
                 }
             )
-            _say(f"new divergence {found.signature}: {paths['case']}")
+            flaky = " (flaky: it did not fail again on replay)" if found.flaky else ""
+            _say(f"new divergence {found.signature}{flaky}: {paths['case']}")
 
         def progress(stats: Stats) -> None:
             known = sum(n for k, n in stats.divergences.items() if k.startswith("known:"))

@@ -46,7 +46,8 @@ def _summary(found: Found) -> str:
     d = found.divergence
     a, b = d.detail.get("a", d.detail.get("torch")), d.detail.get("b", d.detail.get("burn"))
     where = f" at {d.label!r}" if d.label else ""
-    return f"{d.cls}{where}: torch {a}; burn {b}"[:600]
+    flaky = " (flaky: did not fail again when replayed)" if found.flaky else ""
+    return f"{d.cls}{where}{flaky}: torch {a}; burn {b}"[:600]
 
 
 def case_text(found: Found, name: str, runs: dict[str, Any], seed: int) -> str:
