@@ -52,7 +52,13 @@ def test_result_has_the_contract_shape_and_keeps_non_finite_values():
     result = _probe.run_program(LOSS)
     assert result["outcome"] == "ok" and result["failure"] is None
     assert set(result) == {
-        "outcome", "failure", "observations", "step_ms", "checkpoints", "rss_samples", "setup_ms",
+        "outcome",
+        "failure",
+        "observations",
+        "step_ms",
+        "checkpoints",
+        "rss_samples",
+        "setup_ms",
     }
     w, log, loss = result["observations"]
     assert (w["label"], w["tensor"], w["op_index"], w["iteration"]) == ("w", "w", 4, None)
@@ -90,9 +96,7 @@ def test_timed_loop_progress_and_stop():
         stmt(0, "repeat", [], count=6),
     ]
     body[0]["body"] = [stmt(1, "neg", ["x"], "x"), stmt(2, "observe", ["x"])]
-    text = program(
-        [tensor("x", "input", [1], [1.0])], body, {"checkpoints": [2, 6], "rss_every": 3, "track": "x"}
-    )
+    text = program([tensor("x", "input", [1], [1.0])], body, {"checkpoints": [2, 6], "rss_every": 3, "track": "x"})
     seen = []
     result = _probe.run_program(text, progress=seen.append)
     assert [c["step"] for c in seen] == [2, 6] == [c["step"] for c in result["checkpoints"]]
@@ -114,9 +118,7 @@ def test_unsupported_ops_are_marked():
     assert _probe.PROGRAM_OPS["retain_grad"] == "unsupported"
     assert _probe.PROGRAM_OPS["without_autodiff"] == "supported"
     assert set(_probe.PROGRAM_OPS.values()) == {"supported", "unsupported"}
-    result = _probe.run_program(
-        program([tensor("x", "input", [1], [1.0])], [stmt(0, "retain_grad", ["x"], "y")])
-    )
+    result = _probe.run_program(program([tensor("x", "input", [1], [1.0])], [stmt(0, "retain_grad", ["x"], "y")]))
     assert result["outcome"] == "unsupported"
     assert result["failure"]["op"] == "retain_grad"
 
@@ -124,7 +126,14 @@ def test_unsupported_ops_are_marked():
 def test_p10_defaults_are_run_p10s():
     defaults = _probe.P10_DEFAULTS
     assert defaults == {
-        "d_in": 512, "d_out": 512, "batch": 64, "lr": 1e-3, "steps": 2000,
-        "checkpoints": [1, 50, 100, 200, 500, 1000, 2000], "ema_decay": 0.99,
-        "seed": 0, "rss_every": 25,
+        "d_in": 512,
+        "d_out": 512,
+        "batch": 64,
+        "lr": 1e-3,
+        "steps": 2000,
+        "checkpoints": [1, 50, 100, 200, 500, 1000, 2000],
+        "ema_decay": 0.99,
+        "seed": 0,
+        "rss_every": 25,
+        "busy_wait_us": 0,
     }

@@ -184,6 +184,9 @@ class P10Params(Model):
     ema_decay: Annotated[float, Field(ge=0, le=1)] = 0.99
     seed: NonNegativeInt = 0
     rss_every: NonNegativeInt = 25
+    # Calibration only (`python3 -m runner.calibrate`): a busy wait added to every
+    # step, inside its timed region, to inject a known slowdown. 0: off.
+    busy_wait_us: Annotated[int, Field(ge=0, le=1_000_000)] = 0
 
     @model_validator(mode="after")
     def _check(self) -> P10Params:
@@ -471,3 +474,4 @@ class ProgramCase(Model):
 
 
 Case = P10Case | ProgramCase
+
