@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from . import noise
 from .model.base import describe_errors
 from .model.results import RawRun, from_data
 from .paths import PROJECT_ROOT
@@ -45,13 +46,12 @@ class RunRequest:
     timeout_s: float
     # Extra environment for the worker (e.g. which probe build to load).
     env: dict[str, str] = field(default_factory=dict)
+    # Noise controls (`runner.noise`): fixed malloc settings, CPU pinning.
+    controls: noise.Controls = field(default_factory=noise.Controls)
 
 
-def _worker_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # One thread everywhere, as in the seed's measurement.
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS"):
-        env[var] = "1"
+def _worker_env(controls: noise.Controls) -> dict[str, str]:
+    env = noise.worker_env(os.environ, controls, noise.timed_cpu())
     env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     return env
@@ -113,7 +113,7 @@ def execute(
                     stdin=subprocess.DEVNULL,
                     stdout=stderr,
                     stderr=subprocess.STDOUT,
-                    env={**_worker_env(), **request.env},
+                    env={**_worker_env(request.controls), **request.env},
                     cwd=PROJECT_ROOT,
                     start_new_session=True,
                 )
