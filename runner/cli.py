@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from . import cases as case_files
-from .argtypes import path, positive_int, timeout_seconds
+from .argtypes import add_measurement_options, path, positive_int, timeout_seconds
 from .atomic import write_text
 from .engine import check
 from .errors import RunnerError
@@ -56,6 +56,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="per-run timeout in seconds (default: the case's execution.timeout_s)",
     )
     p.add_argument("--json", type=path, metavar="PATH", help="write the results document here (atomically)")
+    add_measurement_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
     p.set_defaults(handler=cmd_check)
     for name, module, help_text in (
@@ -72,7 +73,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     cases = case_files.load_selected(
         args.cases, steps=args.steps, timeout=args.timeout, frameworks=args.framework, modes=args.mode
     )
-    doc = check(cases, ConsoleReporter(verbose=not args.quiet))
+    doc = check(
+        cases,
+        ConsoleReporter(verbose=not args.quiet),
+        repeat=args.repeat,
+        jobs=args.jobs,
+        controls=args.noise_controls,
+    )
     if args.json:
         write_text(args.json, dump(doc))
     print(summary(doc))

@@ -475,3 +475,19 @@ class ProgramCase(Model):
 
 Case = P10Case | ProgramCase
 
+# Pair properties that are about step time or memory.
+TIMING_PROPERTIES = ("grows", "rss_grows")
+
+
+def claims_timing(case: Case, spec: RunSpec) -> bool:
+    """Does the case claim anything about this run's step time or memory (a
+    slowdown ratio or RSS growth bound, or a pair's `grows`/`rss_grows`)? Such
+    a run is timed: it runs alone, with the noise controls, and is repeated
+    with `--repeat`. Every other run only shows semantics (outcome, panic,
+    flags, values) and may run side by side with others."""
+    if spec.expect.slowdown_ratio is not None or spec.expect.rss_growth_mib_per_1000 is not None:
+        return True
+    return any(
+        spec.ref in (pair.a, pair.b) and any(p in TIMING_PROPERTIES for p in (*pair.same, *pair.differ))
+        for pair in case.pairs
+    )

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from .. import cases as case_files
-from ..argtypes import path
+from ..argtypes import add_measurement_options, path
 from ..atomic import write_text
 from ..engine import check
 from ..errors import BadInput
@@ -66,10 +66,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="report on these results files (from `check --json` or `report`; several "
         "machines give one column set each) instead of running the cases",
     )
+    add_measurement_options(parser)
 
 
-def _fresh_results(refs: list[str]) -> list[tuple[ResultsDocument, str]]:
-    doc = check(case_files.load_selected(refs), ConsoleReporter())
+def _fresh_results(args: argparse.Namespace) -> list[tuple[ResultsDocument, str]]:
+    doc = check(
+        case_files.load_selected(args.cases),
+        ConsoleReporter(),
+        repeat=args.repeat,
+        jobs=args.jobs,
+        controls=args.noise_controls,
+    )
     return [(doc, "this run")]
 
 
@@ -98,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_results and args.cases:
         raise BadInput("give CASE arguments (to run them) or --from-results FILE, not both")
     history = History(args.history if args.history is not None else out / "history")
-    inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args.cases)
+    inputs = _from_files(args.from_results) if args.from_results else _fresh_results(args)
     report = build(inputs, history)
     page, summary = html_page.render(report), markdown.render(report)
     results = bundle([m.doc for m in report.machines])
