@@ -1,19 +1,41 @@
 """Did a run's performance move between two result sets? One stated rule,
-shared by the nightly report and the upgrade check.
+shared by the nightly report and the upgrade check, calibrated from data.
 
-The rule, for each of a run's two windows (reference and last, as declared by
-its case), over the per-step samples of that window in the two runs:
+Each of a run's two windows (reference and last, as declared by its case) is
+compared between the two result sets. A run measured K times (`--repeat K`)
+has K window medians, one per repeat (fresh process); a run measured once has
+one, and its per-step samples. With k = the smaller K of the two sides:
 
-    changed  <=>  Mann-Whitney U two-sided p < ALPHA
-                  and the medians differ by more than a factor MIN_FACTOR
+    k >= 2:  changed  <=>  the two sides' repeat medians do not overlap
+                           (every one of one side above every one of the other)
+                           and their medians differ by more than a factor FLOOR[k]
+    k = 1:   changed  <=>  Mann-Whitney U two-sided p < ALPHA on the per-step times
+                           and the medians differ by more than a factor FLOOR[1]
 
-The test alone is not enough: a few hundred per-step samples make even a 2 %
-shift "significant", and on the shared 2-core VM this was written on, whole
-runs of the same binary drift with the host: per-run medians of one mode were
-seen 1.3x apart minutes apart, and an upgrade check of 0.22.1 against itself
-saw the log and target-without windows move 1.6-1.74x between two runs.
-The factor floor (2x) keeps that machine noise out, well below p10's growth
-(25-30x); the test keeps a large but erratic difference of a few samples out.
+Only runs timed on both sides are compared (a run that ran side by side with
+others, `conditions.timed` false, is not: its clock shared the CPU).
+
+Why repeats: the per-step samples of one run are not independent of the
+process they ran in. Whole runs of the same binary move together (malloc
+regime, placement, the host's load), so a Mann-Whitney test on a few hundred
+per-step samples calls a 2 % shift "significant" while separate runs of one
+build differ by 10-40 %. The unit of noise is the run; K runs give K
+independent medians, and the floor FLOOR[k] keeps what A/A comparisons of one
+build against itself showed out.
+
+Calibration (`python3 -m runner.calibrate`, p10_ema's burn/without and
+torch/detach runs, 2000 steps, 11 sessions, each session K = 5 interleaved
+repeats per configuration; A/A: session i against session i + 1 of the same
+build; detection: session i against session i + 1 with a busy wait of
+(factor - 1) x the step time added to every step; a comparison counts as an
+alarm when either window of either run changed; 2-core shared VM, 1-minute
+load 2.3-7.5):
+
+CALIBRATION_TABLE
+
+FLOOR[k] is the smallest floor with no A/A alarm at that k, with margin (see
+the README, "Measurement"). Old results files without repeats compare by the
+k = 1 rule.
 """
 
 from __future__ import annotations
@@ -27,21 +49,42 @@ from scipy import stats
 from .model.results import RunRecord
 
 ALPHA = 1e-3
-MIN_FACTOR = 2.0
+# k (the smaller number of repeats of the two sides) -> factor floor; for a k
+# not listed, the floor of the largest listed k below it.
+FLOOR: dict[int, float] = {1: 1.5, 3: 1.2, 5: 1.15}
+# The rule before calibration: one run per side, a 2x floor.
+OLD_FLOOR = 2.0
 RULE = (
-    f"per window (reference, last): Mann-Whitney U two-sided p < {ALPHA:g} on the per-step "
-    f"times and medians differing by more than a factor {MIN_FACTOR:g}"
+    "per window (reference, last): with K repeats per side (K >= 2), the repeats' medians do not "
+    "overlap and their medians differ by more than a factor "
+    + ", ".join(f"{f:g} (K >= {k})" for k, f in sorted(FLOOR.items()) if k > 1)
+    + f"; a single run per side: Mann-Whitney U two-sided p < {ALPHA:g} on the per-step times and "
+    f"medians differing by more than a factor {FLOOR[1]:g}"
 )
+
+
+def floor_for(k: int) -> float:
+    """The factor floor for k repeats per side (FLOOR)."""
+    return FLOOR[max(key for key in FLOOR if key <= max(k, 1))]
 
 
 @dataclass(frozen=True)
 class WindowChange:
     changed: bool | None
-    n: tuple[int, int]
+    n: tuple[int, int]  # per-step samples (single runs) or repeats (repeated runs) per side
     p_value: float = math.nan
     factor: float = math.nan
     median_before: float = math.nan
     median_after: float = math.nan
+    repeats: tuple[int, int] = (1, 1)
+    floor: float = math.nan
+
+    @property
+    def detail(self) -> str:
+        """How the rule saw it, for the report and the upgrade table."""
+        if min(self.repeats) >= 2:
+            return f"x{self.factor:.2f}, medians of {self.repeats[0]}/{self.repeats[1]} repeats (floor x{self.floor:g})"
+        return f"x{self.factor:.2f}, Mann-Whitney p = {self.p_value:.2g}, n = {self.n[0]}/{self.n[1]} steps"
 
 
 @dataclass(frozen=True)
@@ -51,18 +94,36 @@ class PerformanceChange:
     rule: str = RULE
 
 
+def _beyond(factor: float, floor: float) -> bool:
+    return factor > floor or factor < 1 / floor
+
+
 def samples_changed(
-    before: list[float], after: list[float], alpha: float = ALPHA, min_factor: float = MIN_FACTOR
+    before: list[float], after: list[float], alpha: float = ALPHA, min_factor: float | None = None
 ) -> WindowChange:
-    """Compare two samples of step times by the rule above."""
+    """One run per side: compare two samples of per-step times (the k = 1 rule)."""
+    floor = FLOOR[1] if min_factor is None else min_factor
     n = (len(before), len(after))
     if len(before) < 2 or len(after) < 2:
-        return WindowChange(None, n)
+        return WindowChange(None, n, floor=floor)
     mb, ma = statistics.median(before), statistics.median(after)
     factor = ma / mb if mb > 0 else math.inf
     p_value = float(stats.mannwhitneyu(before, after, alternative="two-sided").pvalue)
-    changed = p_value < alpha and (factor > min_factor or factor < 1 / min_factor)
-    return WindowChange(bool(changed), n, p_value, factor, mb, ma)
+    changed = p_value < alpha and _beyond(factor, floor)
+    return WindowChange(bool(changed), n, p_value, factor, mb, ma, floor=floor)
+
+
+def medians_changed(before: list[float], after: list[float], min_factor: float | None = None) -> WindowChange:
+    """K >= 2 repeats per side: compare the repeats' window medians (the k >= 2 rule)."""
+    k = min(len(before), len(after))
+    floor = floor_for(k) if min_factor is None else min_factor
+    n = (len(before), len(after))
+    if k < 2:
+        return WindowChange(None, n, repeats=n, floor=floor)
+    mb, ma = statistics.median(before), statistics.median(after)
+    factor = ma / mb if mb > 0 else math.inf
+    apart = min(after) > max(before) or max(after) < min(before)
+    return WindowChange(apart and _beyond(factor, floor), n, math.nan, factor, mb, ma, repeats=n, floor=floor)
 
 
 def _window_samples(run: RunRecord, name: str) -> list[float]:
@@ -73,16 +134,32 @@ def _window_samples(run: RunRecord, name: str) -> list[float]:
     return run.step_ms[first - 1 : last]
 
 
+def _window_medians(run: RunRecord, name: str) -> list[float]:
+    values = [r.reference_median_ms if name == "reference" else r.last_median_ms for r in run.repeats]
+    return [v for v in values if v is not None]
+
+
+def window_change(before: RunRecord, after: RunRecord, name: str) -> WindowChange:
+    """The rule for one window of one run seen twice."""
+    mb, ma = _window_medians(before, name), _window_medians(after, name)
+    if len(mb) >= 2 and len(ma) >= 2:
+        return medians_changed(mb, ma)
+    return samples_changed(_window_samples(before, name), _window_samples(after, name))
+
+
+def _timed(run: RunRecord) -> bool:
+    return run.conditions is None or run.conditions.timed is not False
+
+
 def performance_change(before: RunRecord, after: RunRecord) -> PerformanceChange:
     """Apply the rule to both windows of one run seen twice.
 
     `changed` is True if either window changed, False if both were compared and
     neither did, None if a window could not be compared (a run that did not
-    reach it, e.g. one that panicked)."""
-    windows = {
-        name: samples_changed(_window_samples(before, name), _window_samples(after, name))
-        for name in ("reference", "last")
-    }
+    reach it, e.g. one that panicked, or one not timed alone on both sides)."""
+    if not (_timed(before) and _timed(after)):
+        return PerformanceChange(None, {})
+    windows = {name: window_change(before, after, name) for name in ("reference", "last")}
     verdicts = [w.changed for w in windows.values()]
     changed: bool | None
     if any(v is True for v in verdicts):
