@@ -73,7 +73,7 @@ def _manifest_for(source: BurnSource) -> str:
         raise Infrastructure("rust_probe/Cargo.toml: could not find its `burn = { version = ... }` line")
     text = re.sub(r'^name = "rust_probe"$', 'name = "rust_probe_upgrade"', text, flags=re.MULTILINE)
     # Only the library is built; the binary's `use rust_probe::...` must not be compiled.
-    return re.sub(r"\n\[\[bin\]\][^\[]*", "\n", text)
+    return re.sub(r"^\[\[bin\]\][^\[]*", "", text, flags=re.MULTILINE)
 
 
 def _prepare(folder: Path, source: BurnSource) -> None:
