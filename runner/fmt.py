@@ -92,7 +92,10 @@ def gflops_text(metrics: Metrics, peak: float | None = None) -> str:
 
 
 def measurement_text(p: Provenance) -> str:
-    """How the runs were measured and how loaded the machine was, in one line."""
+    """How the runs were measured and how loaded the machine was, in one line
+    (empty for results from before these were recorded)."""
+    if p.load_start is None and p.load_end is None and p.noise_controls is None and p.peak_gflops is None:
+        return ""
     parts = []
     if p.load_start is not None or p.load_end is not None:
         parts.append(

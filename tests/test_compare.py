@@ -2,7 +2,7 @@
 
 import random
 
-from runner.compare import FLOOR, floor_for, medians_changed, performance_change, samples_changed
+from runner.compare import FLOOR, OLD_FLOOR, floor_for, medians_changed, performance_change, samples_changed
 from runner.model.results import RunRecord, from_data
 
 
@@ -37,15 +37,14 @@ def test_too_few_samples_cannot_be_judged():
     assert samples_changed([1.0], [2.0]).changed is None
 
 
-def run(step_ms, repeats=(), timed=None):
+def run(step_ms, repeats=(), timed=None, controls="malloc"):
     metrics = {"steps_completed": len(step_ms), "reference_window": [1, 100], "last_window": [101, 200]}
     data = {"case": "c", "framework": "burn", "mode": "m", "outcome": "ok", "step_ms": step_ms, "metrics": metrics}
     data["repeats"] = [
         {"outcome": "ok", "steps_completed": 200, "reference_median_ms": ref, "last_median_ms": last}
         for ref, last in repeats
     ]
-    if timed is not None:
-        data["conditions"] = {"timed": timed}
+    data["conditions"] = {"timed": timed, "controls": controls}
     return from_data(RunRecord, data)
 
 
@@ -95,3 +94,13 @@ def test_performance_change_looks_at_both_windows():
     assert result.windows["reference"].changed is False and result.windows["last"].changed is True
     panicked = run([1.0, 1.1])
     assert performance_change(flat, panicked).changed is None
+
+
+def test_runs_measured_without_the_malloc_settings_keep_the_old_floor():
+    before = run(noisy(1.0, 200))
+    after = run(noisy(1.7, 200, seed=12))
+    assert performance_change(before, after).changed is True
+    for uncontrolled in (run(noisy(1.7, 200, seed=12), controls="none"), run(noisy(1.7, 200, seed=12), controls=None)):
+        change = performance_change(before, uncontrolled)
+        assert change.changed is False and change.windows["reference"].floor == OLD_FLOOR
+    assert performance_change(before, run(noisy(2.5, 200, seed=13), controls="pin")).changed is True

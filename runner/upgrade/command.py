@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import cases as case_files
-from ..argtypes import nonempty, path, positive_int, timeout_seconds
+from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..atomic import write_text
 from ..compare import RULE
 from ..engine import RunKey, judge, run_all
@@ -26,7 +26,7 @@ from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
 from ..model.upgrade import CLASSES, Build, Classified, UpgradeReport
 from ..progress import ConsoleReporter
-from ..results import document, dump, now
+from ..results import Measurement, document, dump, machine_state, now
 from . import build as probe_build
 from . import sources
 from .classify import classify
@@ -58,6 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where upgrade.json, upgrade.md and both sides' results go (default: results/upgrade-FROM-to-TO)",
     )
+    add_measurement_options(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
 
 
@@ -92,11 +93,13 @@ def run(args: argparse.Namespace) -> int:
 
     reporter = ConsoleReporter(verbose=not args.quiet)
     started = now()
+    measurement = Measurement(start=machine_state(), controls=str(args.noise_controls), repeat=args.repeat)
     burn_cases, torch_cases = _only(cases, "burn"), _only(cases, "torch")
     broken = any(not b.ok for b in builds.values())
     if broken:
         _say("a side did not build: every burn run is a build-break; nothing is run")
-    torch_records = run_all(torch_cases, reporter) if torch_cases and not broken else {}
+    measure = {"repeat": args.repeat, "jobs": args.jobs, "controls": args.noise_controls}
+    torch_records = run_all(torch_cases, reporter, **measure) if torch_cases and not broken else {}
     side_records: dict[str, dict[RunKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
     if not broken:
         # Interleaved, run by run (from, to, from, to, ...), so that the host's
@@ -110,14 +113,14 @@ def run(args: argparse.Namespace) -> int:
                     env = {override: result.probe} if override and result.probe else {}
                     records = side_records[side]
                     assert records is not None
-                    records.update(run_all([one], reporter, env=env))
+                    records.update(run_all([one], reporter, env=env, **measure))
     side_docs: dict[str, ResultsDocument | None] = {}
     for side, side_record in side_records.items():
         if side_record is None:
             side_docs[side] = None
             continue
         runs, expectations, skipped = judge(cases, {**torch_records, **side_record})
-        side_docs[side] = document(runs, expectations, started, now(), skipped, cases)
+        side_docs[side] = document(runs, expectations, started, now(), skipped, cases, measurement)
 
     errors = {b.source: b.errors for b in builds.values() if not b.ok}
     classes = classify(cases, side_records["from"], side_records["to"], torch_records, errors)
