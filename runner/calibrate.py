@@ -389,6 +389,37 @@ def spread_rows(samples: list[Sample]) -> list[list[str]]:
     return rows
 
 
+def ratio_rows(samples: list[Sample]) -> list[list[str]]:
+    """The flat runs' own slowdown ratio (last / reference window) over every
+    measurement, with and without the controls: what a case's `slowdown_ratio`
+    bound on a flat run has to leave room for."""
+    rows = [["run", "controls", "runs", "median", "min", "max", "above 1.5", "above 2"]]
+    for run in sorted({s.run for s in samples if s.experiment == "rule"}):
+        for controls in (str(NONE), str(DEFAULT)):
+            ratios = [
+                s.last_median_ms / s.reference_median_ms
+                for s in samples
+                if s.experiment == "rule"
+                and (s.run, s.controls) == (run, controls)
+                and s.reference_median_ms
+                and s.last_median_ms is not None
+            ]
+            if ratios:
+                rows.append(
+                    [
+                        run,
+                        controls,
+                        str(len(ratios)),
+                        f"{statistics.median(ratios):.3f}",
+                        f"{min(ratios):.3f}",
+                        f"{max(ratios):.3f}",
+                        str(sum(r > 1.5 for r in ratios)),
+                        str(sum(r > 2 for r in ratios)),
+                    ]
+                )
+    return rows
+
+
 def rule_report(samples: list[Sample]) -> str:
     out = ["A/A: session i vs i + 1 (same build); caught: session i vs session i + 1 with the slowdown;"]
     out.append("counts are run comparisons (each: both windows) that the rule called changed / compared.")
@@ -399,6 +430,8 @@ def rule_report(samples: list[Sample]) -> str:
         out += [f"  K={k}: x{worst:.3f} -> floor {floor:g}" for k, (worst, floor) in floors.items()]
         out += ["", "With those floors:", _table(rule_rows(samples, {k: f for k, (_w, f) in floors.items()}))]
     out += ["", "Spread of one run's reference median over the sessions (first repeat):", _table(spread_rows(samples))]
+    out += ["", "The flat runs' own slowdown ratio (last / reference window), every measurement:"]
+    out.append(_table(ratio_rows(samples)))
     return "\n".join(out)
 
 
