@@ -108,3 +108,37 @@ def test_cpu_peak_prefers_the_highest_frequency_and_knows_its_limits(tmp_path: P
     (tmp_path / "proc/cpuinfo").write_text("cpu MHz\t: 1000\nflags\t: fpu\n")
     assert cpu_peak(tmp_path) is None
     assert cpu_peak(tmp_path / "nowhere") is None
+
+
+def test_gflops_and_the_machine_state_reach_the_terminal_and_markdown():
+    from report_fixtures import SAMPLE_1
+
+    from runner.report import markdown
+    from runner.report.command import build
+    from runner.report.history import History
+    from runner.results import load_results
+    from runner.terminal import summary
+
+    doc = load_results(SAMPLE_1)[0]
+    assert "GFLOP/s" in summary(doc) and "Measured:" not in summary(doc), "older files: no measurement line"
+    provenance = doc.provenance.model_copy(
+        update={
+            "load_start": 3.5,
+            "load_end": 2.25,
+            "noise_controls": "malloc",
+            "repeat": 5,
+            "peak_gflops": 166.2,
+            "peak_basis": "2596 MHz x 16 float32 lanes (avx512f) x 2 (FMA) x 2 pipes",
+        }
+    )
+    run = doc.runs[0]
+    metrics = run.metrics.model_copy(update={"step_mflop": 68.6, "gflops": 83.1})
+    doc = doc.model_copy(
+        update={"provenance": provenance, "runs": [run.model_copy(update={"metrics": metrics}), *doc.runs[1:]]}
+    )
+    text = summary(doc)
+    assert "83.1 (50%)" in text
+    assert "load average 3.50 at the start, 2.25 at the end" in text and "5 repeats" in text
+    assert "166 GFLOP/s (2596 MHz x 16 float32 lanes" in text
+    md = markdown.render(build([(doc, "test")], History(Path("/nonexistent-history"))))
+    assert "| GFLOP/s (of peak) |" in md and "83.1 (50%)" in md and "load average 3.50" in md
