@@ -86,6 +86,6 @@ def add_measurement_options(parser: argparse.ArgumentParser) -> None:
         default=Controls(),
         metavar="malloc|pin|all|none",
         help="noise controls of the timed runs: fixed glibc malloc settings (malloc, the default: "
-        "it halves the spread of step times), one CPU (pin: measured no better here); a "
+        "it cuts the spread of step times 2-10x), one CPU (pin: measured no better here); a "
         "comma-separated list, all or none",
     )

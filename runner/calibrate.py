@@ -50,7 +50,7 @@ from .execute import RunRequest, execute
 from .model.case import Case, RunRef
 
 FACTORS = (1.1, 1.25, 1.5, 2.0)
-RULE_RUNS = ("burn/without", "torch/detach")
+RULE_RUNS = ("burn/without", "torch/detach", "torch/ema-only")
 NOISE_SETS = ("all", "none", "malloc", "pin")
 # The rule is calibrated with the default controls; "before" is without any.
 DEFAULT, NONE = noise.Controls(), noise.Controls(malloc=False, pin=False)

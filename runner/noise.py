@@ -1,23 +1,37 @@
 """Noise controls for timed runs, and the state of the machine while they ran.
 
 What a worker's per-step clock measures depends on more than the code under
-test. Measured on the shared 2-core VM this runner was calibrated on (README,
-"Measurement"), each control on and off:
+test. Each control was measured on and off on the shared 2-core VM this runner
+was calibrated on (`python3 -m runner.calibrate noise`: 10 interleaved runs
+per setting, p10_ema at 2000 steps, 1-minute load 2.3-7.6; the spread is
+(max - min) / median of the runs' reference-window medians):
 
-- **glibc malloc** (`malloc`): with glibc's defaults the mmap threshold adapts
-  to the process's allocation history, so burn's 1 MiB tensors come from mmap
-  (a page fault and zeroing per page, every step) in some processes and from
-  the heap in others. The same p10 `without` loop measured 1.3-1.9 ms per step
-  under the defaults and 0.76-0.82 ms with the settings fixed: twice as fast
-  and a fifth of the spread. Fixed (`FIXED_MALLOC`) in every worker.
-- **CPU affinity** (`pin`): a timed worker pinned to one CPU
-  (`os.sched_setaffinity`) is not migrated between cores mid-run; where the
+    run                  none             malloc          pin              malloc,pin
+    burn/without         1.558 ms  60 %   0.766 ms   6 %  1.571 ms  53 %   0.777 ms   8 %
+    burn/target-without  1.711 ms  17 %   1.092 ms   7 %  1.694 ms  28 %   1.091 ms   9 %
+    torch/detach         1.011 ms  54 %   0.983 ms  24 %  0.993 ms  25 %   0.951 ms  20 %
+    torch/ema-only       0.082 ms   8 %   0.082 ms   4 %  0.083 ms   9 %   0.082 ms   5 %
+
+- **glibc malloc** (`malloc`, on): with glibc's defaults the mmap threshold
+  adapts to the process's allocation history, so 1 MiB tensors come from mmap
+  (page faults and zeroing every step) in some processes, from the heap in
+  others, and a process can switch between the two mid-run. Fixed
+  (`FIXED_MALLOC`), burn's steps are twice as fast and a tenth as spread, and
+  the windows of a torch run see no page faults at all (up to 72 per step
+  without). A torch `ema-only` run whose every 1 MiB tensor came from mmap
+  measured 0.9-1.35 ms per step against 0.08 ms from the heap: a switch of
+  regime between the reference and the last window is enough for a flat run's
+  slowdown ratio of 3.67, as the check once measured.
+- **CPU affinity** (`pin`, off): a worker pinned to one CPU
+  (`os.sched_setaffinity`) is not migrated mid-run, but cannot leave a CPU
+  another process is busy on either; it measured no better here, so it is
+  available (`--noise-controls malloc,pin`) and not the default. Where the
   system refuses, the worker runs unpinned and its record says so.
 - **one thread** in every BLAS and thread pool, as in the seed's measurement.
 
-The load average and the CPU frequency (where readable) are recorded with
-every run and in the results' provenance, so a reader can tell a quiet
-machine's figures from a loaded one's.
+The 1-minute load average (before and after each run) and the CPU frequency
+(where readable) are recorded with every run and in the results' provenance,
+so a reader can tell a quiet machine's figures from a loaded one's.
 """
 
 from __future__ import annotations
