@@ -341,9 +341,13 @@ def rule_rows(samples: list[Sample], floors: dict[int, float] | None = None) -> 
     return rows
 
 
+MARGIN = 1.03
+
+
 def suggested_floors(samples: list[Sample]) -> dict[int, tuple[float, float]]:
-    """k -> (the largest A/A factor that passed the rule's test, the floor above it
-    with a 5 % margin, rounded up to 0.05)."""
+    """k -> (the largest A/A factor that passed the rule's test, the floor above it:
+    that factor with a 3 % margin, rounded up to 0.05, and no lower than the
+    floor of a larger k)."""
     sessions = sorted({s.session for s in samples if s.experiment == "rule"})
     runs = sorted({s.run for s in samples if s.experiment == "rule"})
     k_max = max((s.repeat for s in samples if s.experiment == "rule" and s.controls == str(DEFAULT)), default=0)
@@ -358,7 +362,10 @@ def suggested_floors(samples: list[Sample]) -> dict[int, tuple[float, float]]:
                     sa, sb = sets.get((a, run, 1.0), []), sets.get((b, run, 1.0), [])
                     if sa and sb and all(s.reference_median_ms is not None for s in sa + sb):
                         worst = max(worst, _aa_factor(sa, sb, k))
-        out[k] = (worst, math.ceil(worst * 1.05 * 20) / 20)
+        out[k] = (worst, math.ceil(round(worst * MARGIN * 20, 6)) / 20)
+    # more repeats never need a higher floor than fewer
+    for k in sorted(out)[::-1][1:]:
+        out[k] = (out[k][0], max(out[k][1], out[k + 1][1]))
     return out
 
 
@@ -426,7 +433,11 @@ def rule_report(samples: list[Sample]) -> str:
     out.append(_table(rule_rows(samples)))
     floors = suggested_floors(samples)
     if floors:
-        out += ["", "Largest A/A factor that passed the rule's test (all pairs of sessions), and the floor above it:"]
+        out += [
+            "",
+            f"Largest A/A factor that passed the rule's test (all pairs of sessions), and the floor above it "
+            f"(x{MARGIN:g}, rounded up to 0.05):",
+        ]
         out += [f"  K={k}: x{worst:.3f} -> floor {floor:g}" for k, (worst, floor) in floors.items()]
         out += ["", "With those floors:", _table(rule_rows(samples, {k: f for k, (_w, f) in floors.items()}))]
     out += ["", "Spread of one run's reference median over the sessions (first repeat):", _table(spread_rows(samples))]

@@ -44,6 +44,7 @@ k = 1 rule.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
@@ -84,13 +85,20 @@ class WindowChange:
     median_after: float = math.nan
     repeats: tuple[int, int] = (1, 1)
     floor: float = math.nan
+    # The mean 1-minute load average the runs started under, per side (None: not recorded).
+    load: tuple[float | None, float | None] = (None, None)
 
     @property
     def detail(self) -> str:
-        """How the rule saw it, for the report and the upgrade table."""
+        """How the rule saw it, for the report and the upgrade table; the loads
+        too, since a machine busier on one side than the other moves step times."""
         if min(self.repeats) >= 2:
-            return f"x{self.factor:.2f}, medians of {self.repeats[0]}/{self.repeats[1]} repeats (floor x{self.floor:g})"
-        return f"x{self.factor:.2f}, Mann-Whitney p = {self.p_value:.2g}, n = {self.n[0]}/{self.n[1]} steps"
+            text = f"x{self.factor:.2f}, medians of {self.repeats[0]}/{self.repeats[1]} repeats (floor x{self.floor:g})"
+        else:
+            text = f"x{self.factor:.2f}, Mann-Whitney p = {self.p_value:.2g}, n = {self.n[0]}/{self.n[1]} steps"
+        if self.load[0] is not None and self.load[1] is not None:
+            text += f", load {self.load[0]:.1f} -> {self.load[1]:.1f}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -151,13 +159,21 @@ def _controlled(run: RunRecord) -> bool:
     return controls is not None and "malloc" in controls.split(",")
 
 
+def _load(run: RunRecord) -> float | None:
+    conditions = [r.conditions for r in run.repeats] if run.repeats else [run.conditions]
+    loads = [c.load_before for c in conditions if c is not None and c.load_before is not None]
+    return statistics.mean(loads) if loads else None
+
+
 def window_change(before: RunRecord, after: RunRecord, name: str) -> WindowChange:
     """The rule for one window of one run seen twice."""
     floor = None if _controlled(before) and _controlled(after) else OLD_FLOOR
     mb, ma = _window_medians(before, name), _window_medians(after, name)
     if len(mb) >= 2 and len(ma) >= 2:
-        return medians_changed(mb, ma, min_factor=floor)
-    return samples_changed(_window_samples(before, name), _window_samples(after, name), min_factor=floor)
+        change = medians_changed(mb, ma, min_factor=floor)
+    else:
+        change = samples_changed(_window_samples(before, name), _window_samples(after, name), min_factor=floor)
+    return dataclasses.replace(change, load=(_load(before), _load(after)))
 
 
 def _timed(run: RunRecord) -> bool:

@@ -69,7 +69,7 @@ def test_suggested_floor_sits_above_every_a_a_factor():
     floors = calibrate.suggested_floors(synthetic())
     for k, (worst, floor) in floors.items():
         assert 1.07 < worst < 1.1, (k, worst)  # the drift between sessions: 1.04 / 0.96
-        assert floor >= worst * 1.05 and round(floor * 20) == floor * 20
+        assert floor >= worst * calibrate.MARGIN and round(floor * 20) == floor * 20
 
 
 def test_judge_needs_both_sides():

@@ -104,3 +104,15 @@ def test_runs_measured_without_the_malloc_settings_keep_the_old_floor():
         change = performance_change(before, uncontrolled)
         assert change.changed is False and change.windows["reference"].floor == OLD_FLOOR
     assert performance_change(before, run(noisy(2.5, 200, seed=13), controls="pin")).changed is True
+
+
+def test_the_detail_says_how_loaded_each_side_was():
+    def loaded(step_ms, load):
+        record = run(step_ms)
+        conditions = record.conditions.model_copy(update={"load_before": load})
+        return record.model_copy(update={"conditions": conditions})
+
+    change = performance_change(loaded(noisy(1.0, 200), 1.0), loaded(noisy(5.0, 200, seed=14), 4.25))
+    assert change.changed is True
+    assert change.windows["reference"].detail.endswith("load 1.0 -> 4.2")
+    assert "load" not in performance_change(run(noisy(1.0, 200)), run(noisy(5.0, 200))).windows["last"].detail
