@@ -24,14 +24,17 @@ from 1 to the K measured (the first k repeats of each session). It also
 suggests, per k, the smallest floor that kept every A/A comparison quiet.
 
 Every measurement is appended as one JSON line to `--out` as it is made (an
-interrupted calibration keeps what it measured); `--from FILE` analyses a
-file again without running anything. Each line records the machine's load
+interrupted calibration keeps what it measured); `--from FILE ...` analyses
+files again without running anything (with several, e.g. a calibration and a
+later validation, the A/A over every pair of sessions at the rule's floors is
+the out-of-sample check). Each line records the machine's load
 average before and after the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -148,8 +151,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def load(path_: Path) -> list[Sample]:
-    return [Sample.of(json.loads(line)) for line in path_.read_text().splitlines() if line.strip()]
+def load(path_: Path, offset: int = 0) -> list[Sample]:
+    """The samples of one file; `offset` added to their session numbers (several files)."""
+    samples = [Sample.of(json.loads(line)) for line in path_.read_text().splitlines() if line.strip()]
+    return [dataclasses.replace(s, session=s.session + offset) if offset else s for s in samples]
 
 
 # ---- noise: each control on and off ----------------------------------------------
@@ -427,6 +432,28 @@ def ratio_rows(samples: list[Sample]) -> list[list[str]]:
     return rows
 
 
+def all_pairs_rows(samples: list[Sample]) -> list[list[str]]:
+    """A/A over every pair of sessions (not only neighbours) at the rule's own
+    floors (`runner.compare.FLOOR`): with samples from several files, this is
+    the out-of-sample check of floors calibrated on one of them."""
+    sessions = sorted({s.session for s in samples if s.experiment == "rule"})
+    runs = sorted({s.run for s in samples if s.experiment == "rule"})
+    k_max = max((s.repeat for s in samples if s.experiment == "rule" and s.controls == str(DEFAULT)), default=0)
+    rows = [["K", "floor", "A/A alarms (all pairs)", "largest A/A factor"]]
+    for k in range(1, k_max + 1):
+        sets = _sets(samples, str(DEFAULT), k)
+        tally, worst = Tally(), 1.0
+        for i, a in enumerate(sessions):
+            for b in sessions[i + 1 :]:
+                for run in runs:
+                    sa, sb = sets.get((a, run, 1.0), []), sets.get((b, run, 1.0), [])
+                    if len(sa) == len(sb) == k:
+                        tally.add(judge(sa, sb, "new"))
+                        worst = max(worst, _aa_factor(sa, sb, k))
+        rows.append([str(k), f"{compare.floor_for(k):g}", str(tally), f"{worst:.3f}"])
+    return rows
+
+
 def rule_report(samples: list[Sample]) -> str:
     out = ["A/A: session i vs i + 1 (same build); caught: session i vs session i + 1 with the slowdown;"]
     out.append("counts are run comparisons (each: both windows) that the rule called changed / compared.")
@@ -440,6 +467,8 @@ def rule_report(samples: list[Sample]) -> str:
         ]
         out += [f"  K={k}: x{worst:.3f} -> floor {floor:g}" for k, (worst, floor) in floors.items()]
         out += ["", "With those floors:", _table(rule_rows(samples, {k: f for k, (_w, f) in floors.items()}))]
+    out += ["", "A/A over every pair of sessions at the rule's floors (runner.compare.FLOOR):"]
+    out.append(_table(all_pairs_rows(samples)))
     out += ["", "Spread of one run's reference median over the sessions (first repeat):", _table(spread_rows(samples))]
     out += ["", "The flat runs' own slowdown ratio (last / reference window), every measurement:"]
     out.append(_table(ratio_rows(samples)))
@@ -463,11 +492,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--steps", type=positive_int, help="override the case's step count")
     parser.add_argument("--out", type=path, help="JSON lines of every measurement (default results/calibration/...)")
-    parser.add_argument("--from", dest="from_file", type=path, help="analyse this file; run nothing")
+    parser.add_argument(
+        "--from",
+        dest="from_files",
+        type=path,
+        nargs="+",
+        metavar="FILE",
+        help="analyse these files (sessions of each file kept apart); run nothing",
+    )
     args = parser.parse_args(argv)
 
-    if args.from_file:
-        samples = load(args.from_file)
+    if args.from_files:
+        samples = [s for i, f in enumerate(args.from_files) for s in load(f, offset=1000 * i)]
     else:
         case = case_files.load_selected([args.case], steps=args.steps)[0]
         if case.kind != "p10":
