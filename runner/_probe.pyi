@@ -63,6 +63,7 @@ def run_p10(
     ema_decay: float = 0.99,
     seed: int = 0,
     rss_every: int = 25,
+    busy_wait_us: int = 0,
     progress: Callable[[Checkpoint], object] | None = None,
 ) -> P10Result:
     """Run the p10 loop once. Bad arguments raise ``ValueError`` naming the parameter.
@@ -71,6 +72,8 @@ def run_p10(
     with ``panic`` filled in. ``checkpoints`` defaults to the seed's
     (1, 50, 100, 200, 500, 1000, 2000) up to ``steps``, plus ``steps``.
     ``rss_every``: sample the process RSS every this many steps (0: only at checkpoints).
+    ``busy_wait_us``: calibration only (0, off, by default): spin this long at the end of
+    every step, inside its timed region, to inject a known slowdown.
     """
 
 def build_info() -> BuildInfo:
@@ -86,6 +89,7 @@ class P10Defaults(TypedDict):
     ema_decay: float
     seed: int
     rss_every: int
+    busy_wait_us: int
 
 P10_DEFAULTS: P10Defaults
 """``run_p10``'s defaults (``rust_probe/src/config.rs``)."""

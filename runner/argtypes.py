@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from .inputs import MAX_PATH_CHARS, path_problem
+from .noise import Controls
 
 # A run longer than a day is a hang, not a measurement.
 MAX_TIMEOUT_S = 86_400.0
@@ -52,3 +53,38 @@ def nonempty(text: str) -> str:
             f"{len(text)} characters; at most {MAX_PATH_CHARS} are accepted (starts {text[:40]!r})"
         )
     return text
+
+
+def noise_controls(text: str) -> Controls:
+    try:
+        return Controls.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_measurement_options(parser: argparse.ArgumentParser) -> None:
+    """`--repeat`, `--jobs` and `--noise-controls`, as `check` and `report` take them."""
+    parser.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="run each timed run K times, each in a fresh process, interleaved across runs; "
+        "its timing metrics are the medians, with their spread (default 1)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="semantic runs (no timing or memory claim) side by side, N at a time "
+        "(default: one per CPU); timed runs always run alone",
+    )
+    parser.add_argument(
+        "--noise-controls",
+        type=noise_controls,
+        default=Controls(),
+        metavar="malloc|pin|all|none",
+        help="noise controls of the timed runs: fixed glibc malloc settings (malloc, the default: "
+        "it cuts the spread of step times 2-10x), one CPU (pin: measured no better here); a "
+        "comma-separated list, all or none",
+    )

@@ -17,7 +17,7 @@ import argparse
 
 from . import cases as case_files
 from . import outputs
-from .argtypes import path, positive_int, timeout_seconds
+from .argtypes import add_measurement_options, path, positive_int, timeout_seconds
 from .engine import check
 from .errors import Interrupted, RunnerError
 from .frameworks import FRAMEWORKS
@@ -59,6 +59,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="per-run timeout in seconds (default: the case's execution.timeout_s)",
     )
     p.add_argument("--json", type=path, metavar="PATH", help="write the results document here (atomically)")
+    add_measurement_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
     p.set_defaults(handler=cmd_check)
     for name, module, help_text in (
@@ -79,7 +80,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         outputs.check_file(args.json, "--json")
     try:
-        doc = check(cases, ConsoleReporter(verbose=not args.quiet))
+        doc = check(
+            cases,
+            ConsoleReporter(verbose=not args.quiet),
+            repeat=args.repeat,
+            jobs=args.jobs,
+            controls=args.noise_controls,
+        )
     except Interrupted as stop:
         keep_partial(stop, "check", args.json)
         raise

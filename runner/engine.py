@@ -11,16 +11,20 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import results
+from . import execute as execution
+from . import noise, results
 from .errors import Infrastructure, Interrupted
 from .execute import RunRequest, execute
 from .frameworks import adapter_for
 from .metrics import measured
-from .model.case import Case
-from .model.results import RawRun, ResultsDocument, RunRecord, Skipped, Verdict
+from .model.case import Case, RunSpec, claims_timing
+from .model.results import Conditions, RawRun, ResultsDocument, RunRecord, Skipped, Verdict
 from .verdicts import pair_verdicts, run_verdicts
 
 RunKey = tuple[str, str]  # (case name, "framework/mode")
@@ -60,46 +64,126 @@ def preflight(cases: list[Case], env: dict[str, str] | None = None) -> None:
             )
 
 
+@dataclass(frozen=True)
+class Planned:
+    case: Case
+    spec: RunSpec
+    timed: bool
+
+    @property
+    def key(self) -> RunKey:
+        return (self.case.name, self.spec.key)
+
+
+def plan(cases: list[Case]) -> list[Planned]:
+    """Every run, marked timed or not (`claims_timing`)."""
+    return [Planned(case, spec, claims_timing(case, spec)) for case in cases for spec in case.runs]
+
+
+def default_jobs() -> int:
+    """How many semantic runs go side by side: the CPUs this process may use."""
+    return max(1, len(noise.allowed_cpus()) or os.cpu_count() or 1)
+
+
 def run_all(
     cases: list[Case],
     reporter: Reporter | None = None,
     execute_run: Executor = execute,
     env: dict[str, str] | None = None,
+    repeat: int = 1,
+    jobs: int | None = None,
+    controls: noise.Controls = noise.Controls(),
     into: dict[RunKey, RunRecord] | None = None,
 ) -> dict[RunKey, RunRecord]:
     """Execute every run of every case; records keyed by (case name, "framework/mode").
 
+    Runs that only show semantics go first, `jobs` at a time (default: one per
+    CPU). Timed runs (`claims_timing`) go after, one at a time with nothing
+    else of ours running, with the noise `controls`; each `repeat` times, in
+    fresh processes, interleaved (every timed run once, then every one again),
+    so that a slow spell of the machine touches every run a little rather than
+    one run's every repeat.
+
     Each record goes into `into` (when given) as its run completes, so that a
-    caller keeps the completed runs when a signal stops the rest."""
+    caller keeps the completed runs when a signal stops the rest; the signal
+    kills the workers of the runs under way (none is recorded)."""
     reporter = reporter or Silent()
     preflight(cases, env)
-    total = sum(len(c.runs) for c in cases)
+    planned = plan(cases)
+    semantic = [p for p in planned if not p.timed]
+    timed = [p for p in planned if p.timed]
+    total = len(semantic) + len(timed) * repeat
+    lock = threading.Lock()
+    counter = iter(range(1, total + 1))
+    outputs: dict[RunKey, list[RawRun]] = {}
+
+    def one(p: Planned, run_controls: noise.Controls, round_: int) -> RawRun:
+        case, spec = p.case, p.spec
+        with lock:
+            label = spec.mode if repeat == 1 or not p.timed else f"{spec.mode} (repeat {round_}/{repeat})"
+            reporter.run_started(next(counter), total, case, spec.framework, label)
+        request = RunRequest(
+            case.name,
+            case.kind,
+            spec.framework,
+            spec.mode,
+            case.request_params(spec.mode),
+            case.timeout_s,
+            env or {},
+            recorded_params=case.recorded_params(spec.mode),
+            memory_mib=case.memory_mib,
+            controls=run_controls,
+        )
+
+        def progress(checkpoint: dict[str, Any]) -> None:
+            with lock:
+                reporter.checkpoint(case, spec.framework, spec.mode, checkpoint)
+
+        load_before = noise.load_average()
+        raw = execute_run(request, progress)
+        worker_conditions = raw.conditions or Conditions()
+        conditions = worker_conditions.model_copy(
+            update={
+                "timed": p.timed,
+                "controls": str(run_controls),
+                "load_before": load_before,
+                "load_after": noise.load_average(),
+            }
+        )
+        return raw.model_copy(update={"conditions": conditions})
+
+    def finish(p: Planned, raws: list[RawRun]) -> RunRecord:
+        record = measured(raws[0], p.case, raws)
+        with lock:
+            reporter.run_finished(p.case, record)
+        return record
+
     records: dict[RunKey, RunRecord] = into if into is not None else {}
-    index = 0
-    for case in cases:
-        for spec in case.runs:
-            index += 1
-            reporter.run_started(index, total, case, spec.framework, spec.mode)
-            request = RunRequest(
-                case.name,
-                case.kind,
-                spec.framework,
-                spec.mode,
-                case.request_params(spec.mode),
-                case.timeout_s,
-                env or {},
-                case.recorded_params(spec.mode),
-                memory_mib=case.memory_mib,
-            )
-
-            def progress(
-                checkpoint: dict[str, Any], fw: str = spec.framework, mode: str = spec.mode, c: Case = case
-            ) -> None:
-                reporter.checkpoint(c, fw, mode, checkpoint)
-
-            record = measured(execute_run(request, progress), case)
-            reporter.run_finished(case, record)
-            records[(case.name, spec.key)] = record
+    side_by_side = noise.Controls(malloc=controls.malloc, pin=False)
+    workers = max(1, jobs or default_jobs())
+    if workers == 1 or len(semantic) < 2:
+        for p in semantic:
+            records[p.key] = finish(p, [one(p, side_by_side, 1)])
+    else:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            futures = {pool.submit(one, p, side_by_side, 1): p for p in semantic}
+            for future in as_completed(futures):
+                p = futures[future]
+                records[p.key] = finish(p, [future.result()])
+        except BaseException:
+            # Ctrl-C, a signal or an error: nothing new starts, the runs under way are killed
+            # (their threads then end at once) and none of them is recorded.
+            pool.shutdown(wait=False, cancel_futures=True)
+            execution.kill_running()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    for round_ in range(1, repeat + 1):
+        for p in timed:
+            outputs.setdefault(p.key, []).append(one(p, controls, round_))
+            if round_ == repeat:
+                records[p.key] = finish(p, outputs[p.key])
     return records
 
 
@@ -129,30 +213,41 @@ def check(
     reporter: Reporter | None = None,
     execute_run: Executor = execute,
     env: dict[str, str] | None = None,
+    repeat: int = 1,
+    jobs: int | None = None,
+    controls: noise.Controls = noise.Controls(),
 ) -> ResultsDocument:
     """Run every case and return the results document.
 
     Interrupted (a signal), it raises `Interrupted` carrying the document of
     the runs completed so far, marked partial."""
     started = results.now()
+    machine = results.machine_state()
+    measurement = results.Measurement(start=machine, controls=str(controls), repeat=repeat)
     records: dict[RunKey, RunRecord] = {}
     try:
-        run_all(cases, reporter, execute_run, env, into=records)
+        run_all(cases, reporter, execute_run, env, repeat, jobs, controls, into=records)
     except KeyboardInterrupt as err:
         stop = err if isinstance(err, Interrupted) else Interrupted()
-        stop.partial.append(partial_document(cases, records, started, stop))
+        stop.partial.append(partial_document(cases, records, started, stop, measurement))
         if stop is err:
             raise
         raise stop from None
     runs, expectations, not_applicable = judge(cases, records)
-    return results.document(runs, expectations, started, results.now(), not_applicable, cases)
+    return results.document(runs, expectations, started, results.now(), not_applicable, cases, measurement=measurement)
 
 
 def partial_document(
-    cases: list[Case], records: dict[RunKey, RunRecord], started: dt.datetime, stop: Interrupted
+    cases: list[Case],
+    records: dict[RunKey, RunRecord],
+    started: dt.datetime,
+    stop: Interrupted,
+    measurement: results.Measurement | None = None,
 ) -> ResultsDocument:
     """The runs completed before `stop`, judged (pairs only where both ran), marked partial."""
     total = sum(len(c.runs) for c in cases)
     runs, expectations, not_applicable = judge(cases, records)
     reason = f"interrupted by {stop.name} after {len(records)} of {total} runs"
-    return results.document(runs, expectations, started, results.now(), not_applicable, cases, reason)
+    return results.document(
+        runs, expectations, started, results.now(), not_applicable, cases, reason, measurement=measurement
+    )

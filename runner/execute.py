@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import limits
+from . import limits, noise
 from .errors import signal_name
 from .model.base import describe_errors
 from .model.results import RawRun, from_data
@@ -71,13 +71,12 @@ class RunRequest:
     recorded_params: dict[str, Any] | None = None
     # The worker's address space limit (RLIMIT_AS); None: no limit.
     memory_mib: int | None = limits.DEFAULT_MEMORY_MIB
+    # Noise controls (`runner.noise`): fixed malloc settings, CPU pinning.
+    controls: noise.Controls = field(default_factory=noise.Controls)
 
 
-def _worker_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # One thread everywhere, as in the seed's measurement.
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS"):
-        env[var] = "1"
+def _worker_env(controls: noise.Controls) -> dict[str, str]:
+    env = noise.worker_env(os.environ, controls, noise.timed_cpu())
     env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     return env
@@ -176,6 +175,20 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> _Ended:
             os.close(pidfd)
 
 
+# The process groups of the workers running now (runs go side by side in threads): a signal
+# arrives in the main thread, which kills them all (`kill_running`) before it unwinds.
+_RUNNING: set[int] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def kill_running() -> None:
+    """Kill every worker under way (their `execute` calls then return at once)."""
+    with _RUNNING_LOCK:
+        groups = list(_RUNNING)
+    for pgid in groups:
+        _kill_group(pgid)
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -242,7 +255,7 @@ def execute(
                     stdin=subprocess.DEVNULL,
                     stdout=stderr,
                     stderr=subprocess.STDOUT,
-                    env={**_worker_env(), **request.env},
+                    env={**_worker_env(request.controls), **request.env},
                     cwd=PROJECT_ROOT,
                     start_new_session=True,
                     preexec_fn=limits.child_setup(request.memory_mib),
@@ -263,6 +276,8 @@ def execute(
                     },
                 )
             os.close(write_fd)
+            with _RUNNING_LOCK:
+                _RUNNING.add(proc.pid)
             reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress, seen), daemon=True)
             reader.start()
             ended = _Ended(False, None)
@@ -273,6 +288,8 @@ def execute(
                 if proc.returncode is None:
                     _kill_group(proc.pid)
                     proc.wait()
+                with _RUNNING_LOCK:
+                    _RUNNING.discard(proc.pid)
             reader.join(timeout=5)
         wall_s = time.monotonic() - started
         stderr_text = _tail(stderr_path, STDERR_SCAN_BYTES)

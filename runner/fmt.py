@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from .model.results import RunRecord, Verdict
+from .model.results import Metrics, Provenance, RunRecord, Verdict
 
 
 def flag(value: Any) -> str:
@@ -75,3 +75,43 @@ def observed_text(verdict: Verdict, spec: str = ".3g") -> str:
     if verdict.b is not None and isinstance(observed, dict):
         return f"{verdict.a} {fmt(observed.get('a'), spec)}, {verdict.b} {fmt(observed.get('b'), spec)}"
     return fmt(observed, spec)
+
+
+def repeated(metrics: Metrics, name: str, spec: str = ".3g") -> str:
+    """A timing metric, with its range over the repeats when there were several:
+    `1.02 (0.99-1.05)`."""
+    value = getattr(metrics, name)
+    spread = metrics.spread.get(name)
+    if value is None or spread is None or metrics.repeats < 2:
+        return fmt(value, spec)
+    return f"{format(value, spec)} ({format(spread.min, spec)}-{format(spread.max, spec)})"
+
+
+def gflops_text(metrics: Metrics, peak: float | None = None) -> str:
+    """Achieved GFLOP/s of one step, and its share of the core's peak: `89.3 (54%)`."""
+    if metrics.gflops is None:
+        return "-"
+    share = f" ({metrics.gflops / peak:.0%})" if peak else ""
+    return f"{metrics.gflops:.3g}{share}"
+
+
+def measurement_text(p: Provenance) -> str:
+    """How the runs were measured and how loaded the machine was, in one line
+    (empty for results from before these were recorded)."""
+    if p.load_start is None and p.load_end is None and p.noise_controls is None and p.peak_gflops is None:
+        return ""
+    parts = []
+    if p.load_start is not None or p.load_end is not None:
+        parts.append(
+            f"1-minute load average {fmt(p.load_start, '.2f')} at the start, {fmt(p.load_end, '.2f')} at the end"
+        )
+    if p.cores is not None:
+        parts.append(f"{p.cores} cores")
+    if p.cpu_mhz is not None:
+        parts.append(f"CPU {p.cpu_mhz:.0f} MHz")
+    if p.noise_controls is not None:
+        repeats = f", {p.repeat} repeats each (medians, with their range)" if p.repeat and p.repeat > 1 else ""
+        parts.append(f"timed runs alone with noise controls {p.noise_controls}{repeats}")
+    if p.peak_gflops is not None:
+        parts.append(f"float32 peak of one core {p.peak_gflops:.0f} GFLOP/s ({p.peak_basis})")
+    return "; ".join(parts)

@@ -8,6 +8,12 @@ for both frameworks: Rust and torch measure, this module judges.
 - ``rss_growth_mib_per_1000``: Theil-Sen slope of the RSS delta over the
   RSS samples (every ``rss_every`` steps; the checkpoints if there are none)
   after warm-up, in MiB per 1000 steps.
+- ``gflops``: the operations of one step (``runner.cost``) over the reference
+  window's median step time: the achieved rate of the early, steady steps.
+
+A run repeated K times (``--repeat K``, each repeat a fresh process) is
+recorded as its first repeat, with each repeat's own metrics; its timing
+metrics are the medians over the repeats, with their range in ``spread``.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .model.case import Case, ProgramCase
-from .model.results import Metrics, RawRun, RunRecord, Slope
+from .cost import step_mflop
+from .model.case import Case, P10Case, ProgramCase
+from .model.results import Metrics, RawRun, Repeat, RunRecord, Slope, Spread
 
 # Theil-Sen is quadratic in the points; beyond this many, an even subsample.
 MAX_SLOPE_POINTS = 2000
@@ -81,6 +88,11 @@ def compute(record: RawRun, case: Case) -> Metrics:
             fit = _theil_sen(xs, ys)
             rss_growth = fit[0] * 1000 if fit else None
 
+    # The record's own parameters (what ran), the case's where it has none.
+    params = {**case.request_params(record.mode), **record.params} if isinstance(case, P10Case) else {}
+    mflop = step_mflop(case.kind, params, record.mode)
+    gflops = mflop / reference_median if mflop is not None and reference_median else None
+
     tracked_values = [c.tracked for c in checkpoints]
     track = case.program.track if isinstance(case, ProgramCase) else None
     if track is not None and not any(v is not None for v in tracked_values):
@@ -97,12 +109,45 @@ def compute(record: RawRun, case: Case) -> Metrics:
         rss_growth_mib_per_1000=rss_growth if rss_growth is None or np.isfinite(rss_growth) else None,
         tracked=tracked_values[-1] if tracked_values else None,
         tracked_consistent=len(set(tracked_values)) <= 1,
+        step_mflop=mflop,
+        gflops=gflops,
     )
 
 
-def measured(record: RawRun, case: Case) -> RunRecord:
-    """The run with its metrics."""
-    return RunRecord(**dict(record), metrics=compute(record, case))
+# The timing metrics a repeated run reports as the median over its repeats.
+REPEATED = ("reference_median_ms", "last_median_ms", "slowdown_ratio", "rss_growth_mib_per_1000", "gflops")
+
+
+def _repeat(record: RawRun, metrics: Metrics) -> Repeat:
+    return Repeat(
+        outcome=record.outcome,
+        steps_completed=metrics.steps_completed,
+        reference_median_ms=metrics.reference_median_ms,
+        last_median_ms=metrics.last_median_ms,
+        slowdown_ratio=metrics.slowdown_ratio,
+        rss_growth_mib_per_1000=metrics.rss_growth_mib_per_1000,
+        gflops=metrics.gflops,
+        wall_s=record.wall_s,
+        conditions=record.conditions,
+    )
+
+
+def measured(record: RawRun, case: Case, repeats: list[RawRun] | None = None) -> RunRecord:
+    """The run with its metrics. `repeats`: every repeat of the run, `record`
+    (the one recorded) first; the timing metrics are their medians."""
+    metrics = compute(record, case)
+    if not repeats or len(repeats) < 2:
+        return RunRecord(**dict(record), metrics=metrics)
+    each = [_repeat(r, compute(r, case)) for r in repeats]
+    medians: dict[str, float | None] = {}
+    spread: dict[str, Spread] = {}
+    for name in REPEATED:
+        values = [v for v in (getattr(r, name) for r in each) if v is not None]
+        medians[name] = statistics.median(values) if values else None
+        if values:
+            spread[name] = Spread(min=min(values), max=max(values), n=len(values))
+    metrics = metrics.model_copy(update={**medians, "repeats": len(each), "spread": spread})
+    return RunRecord(**dict(record), metrics=metrics, repeats=each)
 
 
 def properties(run: RunRecord, case: Case) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from .execute import RunRequest, execute
 from .frameworks import adapter_for
 from .model.case import P10Params
+from .noise import FIXED_MALLOC, Controls
 from .paths import PROJECT_ROOT, target_dir
 
 MODES = adapter_for("p10", "burn").modes
@@ -40,9 +41,6 @@ def build_native() -> Path:
     return target_dir() / "release" / "p10"
 
 
-FIXED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
-
-
 def native(binary: Path, mode: str, steps: int, env: dict[str, str]) -> list[float]:
     out = subprocess.run(
         [str(binary), mode, str(steps), "--json"], capture_output=True, text=True, env={**os.environ, **env}
@@ -53,7 +51,10 @@ def native(binary: Path, mode: str, steps: int, env: dict[str, str]) -> list[flo
 
 def python_driven(mode: str, steps: int, env: dict[str, str]) -> list[float]:
     params = P10Params().with_steps(steps).model_dump()
-    record = execute(RunRequest("overhead", "p10", "burn", mode, params, 3600, env))
+    # The malloc settings are the ones given here (`--malloc`), as for the native side.
+    record = execute(
+        RunRequest("overhead", "p10", "burn", mode, params, 3600, env, controls=Controls(malloc=False, pin=False))
+    )
     return record.step_ms
 
 

@@ -37,9 +37,11 @@ class ConsoleReporter:
             self._print("  " + checkpoint_line(framework, mode, checkpoint))
 
     def run_finished(self, case: Case, record: RunRecord) -> None:
+        # Named: semantic runs finish side by side, not in the order they started.
+        repeats = f" (median of {record.metrics.repeats} repeats)" if record.metrics.repeats > 1 else ""
         self._print(
-            f"  -> {outcome_text(record)}, {record.wall_s:.1f} s wall, "
-            f"slowdown ratio {fmt(record.metrics.slowdown_ratio, '.2f')}"
+            f"  -> {case.name} {record.framework} {record.mode}: {outcome_text(record)}, {record.wall_s:.1f} s wall, "
+            f"slowdown ratio {fmt(record.metrics.slowdown_ratio, '.2f')}{repeats}"
         )
         if record.panic is not None:
             self._print(f"     {record.panic.location}: {record.panic.message}")

@@ -14,12 +14,14 @@ import os
 import platform
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from . import outputs
+from . import noise, outputs
+from .cost import cpu_peak
 from .errors import BadInput, Interrupted, RunnerError
 from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
 from .model import migrate
@@ -72,8 +74,37 @@ def _distribution_version(name: str) -> str | None:
         return None
 
 
-def provenance(started: dt.datetime, finished: dt.datetime, runs: list[RunRecord] | None = None) -> Provenance:
+@dataclass(frozen=True)
+class MachineState:
+    """The machine's load and CPU frequency at one moment (`runner.noise`)."""
+
+    load: float | None
+    cpu_mhz: float | None
+
+
+def machine_state() -> MachineState:
+    return MachineState(noise.load_average(), noise.cpu_mhz())
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """How the runs were measured: the machine at the start, the noise controls
+    of the timed runs and how often each ran."""
+
+    start: MachineState
+    controls: str
+    repeat: int = 1
+
+
+def provenance(
+    started: dt.datetime,
+    finished: dt.datetime,
+    runs: list[RunRecord] | None = None,
+    measurement: Measurement | None = None,
+) -> Provenance:
     probe = _probe_info()
+    peak = cpu_peak()
+    end = machine_state()
     ran = sorted({r.versions.get("burn") for r in runs or []} - {None})  # type: ignore[type-var]
     return Provenance(
         # The burn version the runs report; the installed probe's when none ran.
@@ -89,6 +120,13 @@ def provenance(started: dt.datetime, finished: dt.datetime, runs: list[RunRecord
         git_commit=_git_commit(),
         started=started.replace(microsecond=0),
         finished=finished.replace(microsecond=0),
+        load_start=measurement.start.load if measurement else None,
+        load_end=end.load,
+        cpu_mhz=(measurement.start.cpu_mhz if measurement else None) or end.cpu_mhz,
+        noise_controls=measurement.controls if measurement else None,
+        repeat=measurement.repeat if measurement else None,
+        peak_gflops=round(peak.gflops, 1) if peak else None,
+        peak_basis=peak.basis() if peak else None,
     )
 
 
@@ -116,11 +154,12 @@ def document(
     not_applicable: list[Skipped] | None = None,
     cases: list[Case] | None = None,
     partial_reason: str | None = None,
+    measurement: Measurement | None = None,
 ) -> ResultsDocument:
     """The results document; with `partial_reason`, one marked partial (a check stopped early)."""
     return ResultsDocument(
         schema_version=SCHEMA_VERSION,
-        provenance=provenance(started, finished, runs),
+        provenance=provenance(started, finished, runs, measurement),
         summary=Summary.of(runs, expectations),
         cases=[case_info(c) for c in cases or []],
         runs=runs,

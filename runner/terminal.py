@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fmt import flag, fmt, observed_text, outcome_text
+from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated
 from .model.results import ResultsDocument
 
 
@@ -59,11 +59,13 @@ def summary(doc: ResultsDocument) -> str:
             "ref ms",
             "last ms",
             "ratio",
+            "GFLOP/s (of peak)",
             "slope ms/1k (95% CI)",
             "rss MiB/1k",
             "tracked",
         ]
     ]
+    peak = doc.provenance.peak_gflops
     for r in doc.runs:
         m = r.metrics
         slope = m.slope_ms_per_1000
@@ -74,15 +76,20 @@ def summary(doc: ResultsDocument) -> str:
                 r.framework,
                 r.mode,
                 outcome_text(r),
-                fmt(m.reference_median_ms, ".3f"),
-                fmt(m.last_median_ms, ".3f"),
-                fmt(m.slowdown_ratio, ".2f"),
+                repeated(m, "reference_median_ms", ".3f"),
+                repeated(m, "last_median_ms", ".3f"),
+                repeated(m, "slowdown_ratio", ".2f"),
+                gflops_text(m, peak),
                 slope_text,
                 fmt(m.rss_growth_mib_per_1000, ".2f"),
                 flag(m.tracked),
             ]
         )
-    out += ["Runs (medians of the reference and last windows; Theil-Sen slopes):", table(rows), ""]
+    out += ["Runs (medians of the reference and last windows; Theil-Sen slopes):", table(rows)]
+    measured = measurement_text(doc.provenance)
+    if measured:
+        out.append(f"Measured: {measured}")
+    out.append("")
 
     out.append("Expectations:")
     for e in doc.expectations:

@@ -24,6 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from . import noise
 from .atomic import write_json
 from .frameworks import adapter_for
 from .limits import looks_out_of_memory, vm_peak
@@ -47,7 +48,8 @@ def main(argv: list[str]) -> int:
         except (BrokenPipeError, ValueError):
             pass  # the parent stopped listening; the run itself goes on
 
-    record: dict[str, Any] = {"versions": {}}
+    # Pinned before anything is imported or timed (the CPU the parent named, if any).
+    record: dict[str, Any] = {"versions": {}, "conditions": {"cpu": noise.pin_from_env()}}
     try:
         adapter = importlib.import_module(adapter_for(spec["kind"], spec["framework"]).module)
         record["versions"] = adapter.versions()

@@ -28,6 +28,8 @@ LAYERS = {
         "fmt",
         "_probe",
         "program",
+        "noise",
+        "cost",
     ],
     1: ["cases"],
     2: ["execute", "worker", "adapters"],
@@ -35,7 +37,7 @@ LAYERS = {
     4: ["metrics", "compare", "oracles"],
     5: ["verdicts"],
     6: ["engine", "progress"],
-    7: ["report", "upgrade", "probe_overhead", "terminal", "pytest_plugin", "fuzz"],
+    7: ["report", "upgrade", "probe_overhead", "calibrate", "terminal", "pytest_plugin", "fuzz"],
     8: ["cli", "__main__"],
 }
 RANK = {name: rank for rank, names in LAYERS.items() for name in names}

@@ -135,4 +135,5 @@ def test_p10_defaults_are_run_p10s():
         "ema_decay": 0.99,
         "seed": 0,
         "rss_every": 25,
+        "busy_wait_us": 0,
     }

@@ -32,6 +32,13 @@ def _flags(t: torch.Tensor) -> dict[str, Any]:
     }
 
 
+def _busy_wait(seconds: float) -> None:
+    """Spin (the core stays busy) for `seconds`: a known slowdown, for calibration only."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
 def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     if mode not in MODES:
         raise ValueError(f"mode: unknown torch p10 mode {mode!r}; valid: {', '.join(MODES)}")
@@ -50,6 +57,7 @@ def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], 
     records: list[dict[str, Any]] = []
     rss_samples: list[list[float]] = []
     rss_every = params.get("rss_every", 0)
+    busy_wait_s = params.get("busy_wait_us", 0) / 1e6  # calibration only, as the probe's
     segment_start = 0
     for step in range(1, steps + 1):
         started = time.perf_counter()
@@ -67,6 +75,8 @@ def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], 
             model.weight.detach().pow(2).sum().sqrt().item()
         else:
             ema = ema * decay + model.weight.detach() * (1.0 - decay)
+        if busy_wait_s:
+            _busy_wait(busy_wait_s)
         step_ms.append((time.perf_counter() - started) * 1e3)
 
         if rss_every and step % rss_every == 0 and rss_start is not None:

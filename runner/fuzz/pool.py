@@ -24,6 +24,7 @@ import time
 from typing import IO, Any
 
 from ..execute import _worker_env
+from ..noise import Controls
 from ..paths import PROJECT_ROOT
 
 Result = dict[str, Any]
@@ -39,7 +40,7 @@ class _Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
-            env={**_worker_env(), **(env or {})},
+            env={**_worker_env(Controls()), **(env or {})},
             cwd=PROJECT_ROOT,
             start_new_session=True,
             text=True,

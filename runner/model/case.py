@@ -193,6 +193,9 @@ class P10Params(Model):
     ema_decay: Annotated[float, Field(ge=0, le=1)] = 0.99
     seed: NonNegativeInt = 0
     rss_every: NonNegativeInt = 25
+    # Calibration only (`python3 -m runner.calibrate`): a busy wait added to every
+    # step, inside its timed region, to inject a known slowdown. 0: off.
+    busy_wait_us: Annotated[int, Field(ge=0, le=1_000_000)] = 0
 
     @model_validator(mode="after")
     def _check(self) -> P10Params:
@@ -466,3 +469,20 @@ class ProgramCase(_CaseBase):
 
 
 Case = P10Case | ProgramCase
+
+# Pair properties that are about step time or memory.
+TIMING_PROPERTIES = ("grows", "rss_grows")
+
+
+def claims_timing(case: Case, spec: RunSpec) -> bool:
+    """Does the case claim anything about this run's step time or memory (a
+    slowdown ratio or RSS growth bound, or a pair's `grows`/`rss_grows`)? Such
+    a run is timed: it runs alone, with the noise controls, and is repeated
+    with `--repeat`. Every other run only shows semantics (outcome, panic,
+    flags, values) and may run side by side with others."""
+    if spec.expect.slowdown_ratio is not None or spec.expect.rss_growth_mib_per_1000 is not None:
+        return True
+    return any(
+        spec.ref in (pair.a, pair.b) and any(p in TIMING_PROPERTIES for p in (*pair.same, *pair.differ))
+        for pair in case.pairs
+    )

@@ -172,8 +172,24 @@ def _ordered(window: tuple[int, int]) -> tuple[int, int]:
 Window = Annotated[tuple[PositiveInt, PositiveInt], AfterValidator(_ordered)]
 
 
+class Spread(Model):
+    """A metric over a run's repeats: the lowest and highest per-repeat value
+    (the metric itself is their median) and how many repeats had one."""
+
+    min: Measure
+    max: Measure
+    n: PositiveInt
+
+    def relative(self, median: float | None) -> float | None:
+        """(max - min) / median: the spread as a fraction of the metric."""
+        return (self.max - self.min) / median if median else None
+
+
 class Metrics(Model):
-    """Computed from a run's per-step times and checkpoints (`runner.metrics`)."""
+    """Computed from a run's per-step times and checkpoints (`runner.metrics`).
+
+    A run repeated K times (`--repeat K`) has, for each timing metric, the
+    median over its repeats, and the repeats' range in `spread`."""
 
     steps_completed: NonNegativeInt
     # None: the run has no timed loop long enough for the case's windows.
@@ -186,6 +202,28 @@ class Metrics(Model):
     rss_growth_mib_per_1000: Measure | None = None
     tracked: bool | None = None
     tracked_consistent: bool = True
+    # The cost of one step in context: floating-point operations of one step (by
+    # the case kind's operation count, `runner.cost`), and the rate achieved over
+    # the reference window (GFLOP/s; None where the count is not known).
+    step_mflop: NonNegativeMeasure | None = None
+    gflops: NonNegativeMeasure | None = None
+    # How many repeats (fresh processes) the timing metrics are medians of, and
+    # each metric's range over them ("reference_median_ms", "slowdown_ratio", ...).
+    repeats: PositiveInt = 1
+    spread: dict[str, Spread] = {}
+
+
+class Conditions(Model):
+    """What a run ran under (`runner.noise`): alone with the noise controls
+    (`timed`, a run its case makes timing or memory claims about) or side by
+    side with other semantic runs, the controls, the CPU it was pinned to, and
+    the machine's 1-minute load average when it started and ended."""
+
+    timed: bool | None = None
+    controls: str | None = None
+    cpu: NonNegativeInt | None = None
+    load_before: NonNegativeMeasure | None = None
+    load_after: NonNegativeMeasure | None = None
 
 
 class RawRun(Model):
@@ -212,6 +250,7 @@ class RawRun(Model):
     # Program runs: where the program stopped, and what each `observe` saw.
     failure: Failure | None = None
     observations: list[Observation] = []
+    conditions: Conditions | None = None
 
     @model_validator(mode="after")
     def _details_match_outcome(self) -> RawRun:
@@ -235,10 +274,30 @@ class RawRun(Model):
         return self.case, self.framework, self.mode
 
 
+class Repeat(Model):
+    """One repeat of a timed run (`--repeat K`): a fresh worker process, and
+    the metrics of its own per-step times."""
+
+    outcome: Outcome
+    steps_completed: NonNegativeInt
+    reference_median_ms: NonNegativeMeasure | None = None
+    last_median_ms: NonNegativeMeasure | None = None
+    slowdown_ratio: NonNegativeMeasure | None = None
+    rss_growth_mib_per_1000: Measure | None = None
+    gflops: NonNegativeMeasure | None = None
+    wall_s: NonNegativeMeasure = 0.0
+    conditions: Conditions | None = None
+
+
 class RunRecord(RawRun):
-    """One run: what the worker reported, and the metrics computed from it."""
+    """One run: what the worker reported, and the metrics computed from it.
+
+    A repeated run is recorded as its first repeat (outcome, per-step times,
+    checkpoints, observations), with every repeat's own metrics in `repeats`
+    (in the order they ran) and `metrics` their medians."""
 
     metrics: Metrics
+    repeats: list[Repeat] = []
 
 
 def from_data(model: type[M], data: Any) -> M:
@@ -301,6 +360,11 @@ class Skipped(Model):
 
 
 class Provenance(Model):
+    """Where and when the runs ran. The machine's state is part of it: the
+    1-minute load average at the start and at the end, the mean CPU frequency
+    where readable, the noise controls and repeats of the timed runs, and the
+    nominal float32 peak of one core (`runner.procinfo.cpu_peak`)."""
+
     burn: str | None = None
     probe_profile: str | None = None
     torch: str | None = None
@@ -313,6 +377,13 @@ class Provenance(Model):
     git_commit: str | None = None
     started: Timestamp
     finished: Timestamp | None = None
+    load_start: NonNegativeMeasure | None = None
+    load_end: NonNegativeMeasure | None = None
+    cpu_mhz: NonNegativeMeasure | None = None
+    noise_controls: str | None = None
+    repeat: PositiveInt | None = None
+    peak_gflops: NonNegativeMeasure | None = None
+    peak_basis: str | None = None
 
 
 class Summary(Model):

@@ -71,7 +71,7 @@ def run_changes(key: tuple[str, str, str], before: RunRecord, after: RunRecord) 
                     f"{name} ({window} window median)",
                     f"{w.median_before:.3g} ms",
                     f"{w.median_after:.3g} ms",
-                    f"x{w.factor:.2f}, Mann-Whitney p = {w.p_value:.2g}, n = {w.n[0]}/{w.n[1]} steps",
+                    w.detail,
                 )
             )
     return out

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .. import cases as case_files
 from .. import outputs
-from ..argtypes import path
+from ..argtypes import add_measurement_options, path
 from ..engine import check
 from ..errors import BadInput, Infrastructure, Interrupted, RunnerError
 from ..model.results import ResultsDocument
@@ -78,6 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="report on these results files (from `check --json` or `report`; several "
         "machines give one column set each) instead of running the cases",
     )
+    add_measurement_options(parser)
 
     parser.add_argument(
         "--upgrades",
@@ -102,11 +103,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fresh_results(refs: list[str], before_runs: Callable[[], None]) -> list[tuple[ResultsDocument, str]]:
-    cases = case_files.load_selected(refs)
+def _fresh_results(args: argparse.Namespace, before_runs: Callable[[], None]) -> list[tuple[ResultsDocument, str]]:
+    cases = case_files.load_selected(args.cases)
     before_runs()
     try:
-        doc = check(cases, ConsoleReporter())
+        doc = check(
+            cases,
+            ConsoleReporter(),
+            repeat=args.repeat,
+            jobs=args.jobs,
+            controls=args.noise_controls,
+        )
     except Interrupted as stop:
         keep_partial(stop, "report")
         raise
@@ -172,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             _check_outputs(out, history)
             _check_previous_run(history)
 
-        inputs = _fresh_results(args.cases, before_runs)
+        inputs = _fresh_results(args, before_runs)
     try:
         report = build(inputs, history, upgrade_paths)
         report.fuzz = fuzzing.read(args.fuzz if args.fuzz is not None else fuzzing.DEFAULT)

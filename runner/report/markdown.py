@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ..fmt import fmt, observed_text, outcome_text, short
+from ..fmt import fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short
 from . import fuzzing
 from .changes import expectation_name
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
@@ -149,20 +149,21 @@ def render(report: Report) -> str:
     header = ["case", "run"]
     for m in machines:
         prefix = f"{m.label}: " if len(machines) > 1 else ""
-        header += [f"{prefix}outcome", "ratio", "last ms", "RSS MiB/1k", "tracked"]
+        header += [f"{prefix}outcome", "ratio", "last ms", "GFLOP/s (of peak)", "RSS MiB/1k", "tracked"]
     rows = []
     for key in report.run_keys():
         row = [key[0], f"{key[1]}/{key[2]}"]
         for m in machines:
             run = m.run(key)
             if run is None:
-                row += ["not run", "", "", "", ""]
+                row += ["not run", "", "", "", "", ""]
                 continue
             mt = run.metrics
             row += [
                 outcome_text(run),
-                fmt(mt.slowdown_ratio, ".2f"),
-                fmt(mt.last_median_ms, "#.3g"),
+                repeated(mt, "slowdown_ratio", ".2f"),
+                repeated(mt, "last_median_ms", "#.3g"),
+                gflops_text(mt, m.provenance.peak_gflops),
                 fmt(mt.rss_growth_mib_per_1000, ".2f"),
                 fmt(mt.tracked),
             ]
@@ -177,7 +178,7 @@ def render(report: Report) -> str:
             _cell(
                 f"`{m.label}`: burn {p.burn}, torch {p.torch}, {p.rustc}, Python {p.python}; "
                 f"{p.cpu}, {p.cores} cores, {p.machine}, {p.system}; commit {commit}; "
-                f"started {p.started.isoformat()}"
+                f"started {p.started.isoformat()}" + (f"; {measurement_text(p)}" if measurement_text(p) else "")
             ).join(("<sub>", "</sub>  "))
         )
     return "\n".join(out) + "\n"

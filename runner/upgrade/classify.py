@@ -105,9 +105,7 @@ def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torc
         findings["outcome changed"].append("; ".join(parts))
     perf = performance_change(before, after)
     if perf.changed:
-        moved = [
-            f"{name} window median x{w.factor:.2f} (p={w.p_value:.1e})" for name, w in perf.windows.items() if w.changed
-        ]
+        moved = [f"{name} window median {w.detail}" for name, w in perf.windows.items() if w.changed]
         findings["performance changed"].append(", ".join(moved))
     klass = next((c for c in CLASSES[1:-1] if findings[c]), "same")
     return Classified.model_validate(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import cases as case_files
 from .. import outputs
-from ..argtypes import nonempty, path, positive_int, timeout_seconds
+from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..compare import RULE
 from ..engine import RunKey, judge, run_all
 from ..errors import Interrupted
@@ -29,7 +29,7 @@ from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
 from ..model.upgrade import CLASSES, Build, Classified, UpgradeReport
 from ..progress import ConsoleReporter
-from ..results import document, dump, keep_partial, now
+from ..results import Measurement, document, dump, keep_partial, machine_state, now
 from . import build as probe_build
 from . import sources
 from .classify import classify
@@ -61,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where upgrade.json, upgrade.md and both sides' results go (default: results/upgrade-FROM-to-TO)",
     )
+    add_measurement_options(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-checkpoint progress lines")
 
 
@@ -102,15 +103,17 @@ def run(args: argparse.Namespace) -> int:
 
     reporter = ConsoleReporter(verbose=not args.quiet)
     started = now()
+    measurement = Measurement(start=machine_state(), controls=str(args.noise_controls), repeat=args.repeat)
     burn_cases, torch_cases = _only(cases, "burn"), _only(cases, "torch")
     broken = any(not b.ok for b in builds.values())
     if broken:
         _say("a side did not build: every burn run is a build-break; nothing is run")
+    measure = {"repeat": args.repeat, "jobs": args.jobs, "controls": args.noise_controls}
     torch_records: dict[RunKey, RunRecord] = {}
     side_records: dict[str, dict[RunKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
     try:
         if torch_cases and not broken:
-            run_all(torch_cases, reporter, into=torch_records)
+            run_all(torch_cases, reporter, into=torch_records, **measure)
         if not broken:
             # Interleaved, run by run (from, to, from, to, ...), so that the host's
             # drift over minutes falls on both sides alike instead of on one.
@@ -123,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
                         env = {override: result.probe} if override and result.probe else {}
                         records = side_records[side]
                         assert records is not None
-                        run_all([one], reporter, env=env, into=records)
+                        run_all([one], reporter, env=env, into=records, **measure)
     except KeyboardInterrupt as err:
         stop = err if isinstance(err, Interrupted) else Interrupted()
         total = sum(len(c.runs) for c in torch_cases) + sum(len(c.runs) for c in burn_cases) * len(builds)
@@ -132,7 +135,11 @@ def run(args: argparse.Namespace) -> int:
         for side, side_record in side_records.items():
             ran = {**torch_records, **(side_record or {})}
             runs, expectations, skipped = judge(cases, ran)
-            stop.partial.append(document(runs, expectations, started, now(), skipped, cases, f"{reason} ({side})"))
+            stop.partial.append(
+                document(
+                    runs, expectations, started, now(), skipped, cases, f"{reason} ({side})", measurement=measurement
+                )
+            )
         keep_partial(stop, "upgrade-check")
         if stop is err:
             raise
@@ -143,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             side_docs[side] = None
             continue
         runs, expectations, skipped = judge(cases, {**torch_records, **side_record})
-        side_docs[side] = document(runs, expectations, started, now(), skipped, cases)
+        side_docs[side] = document(runs, expectations, started, now(), skipped, cases, measurement=measurement)
 
     errors = {b.source: b.errors for b in builds.values() if not b.ok}
     classes = classify(cases, side_records["from"], side_records["to"], torch_records, errors)

@@ -104,6 +104,8 @@ pub const MAX_ELEMENTS: u64 = 1 << 28;
 pub const DEFAULT_RSS_EVERY: u64 = 25;
 /// Largest accepted step count.
 pub const MAX_STEPS: u64 = 10_000_000;
+/// Largest accepted calibration busy wait per step, in microseconds (1 s).
+pub const MAX_BUSY_WAIT_US: u64 = 1_000_000;
 
 /// One p10 run's parameters, validated.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,6 +122,9 @@ pub struct P10Config {
     /// Sample the process RSS every this many steps (outside the timed
     /// region); 0: only at checkpoints.
     pub rss_every: u64,
+    /// Calibration only (off by default): spin this many microseconds at the
+    /// end of every step, inside its timed region, to inject a known slowdown.
+    pub busy_wait_us: u64,
 }
 
 /// Unvalidated parameters, as they come from Python or the command line.
@@ -137,6 +142,7 @@ pub struct P10Params {
     pub ema_decay: f64,
     pub seed: i64,
     pub rss_every: i64,
+    pub busy_wait_us: i64,
 }
 
 impl Default for P10Params {
@@ -152,6 +158,7 @@ impl Default for P10Params {
             ema_decay: 0.99,
             seed: 0,
             rss_every: DEFAULT_RSS_EVERY as i64,
+            busy_wait_us: 0,
         }
     }
 }
@@ -237,6 +244,15 @@ impl P10Params {
                 ),
             });
         }
+        if self.busy_wait_us < 0 || self.busy_wait_us as u64 > MAX_BUSY_WAIT_US {
+            return Err(ConfigError {
+                parameter: "busy_wait_us",
+                message: format!(
+                    "must be an integer from 0 (off) to {MAX_BUSY_WAIT_US}, got {}",
+                    self.busy_wait_us
+                ),
+            });
+        }
         Ok(P10Config {
             mode,
             d_in,
@@ -248,6 +264,7 @@ impl P10Params {
             ema_decay: self.ema_decay,
             seed: self.seed as u64,
             rss_every: self.rss_every as u64,
+            busy_wait_us: self.busy_wait_us as u64,
         })
     }
 }
@@ -295,6 +312,7 @@ mod tests {
         assert_eq!(config.steps, 2000);
         assert_eq!(config.checkpoints, DEFAULT_CHECKPOINTS.to_vec());
         assert_eq!(config.ema_decay, 0.99);
+        assert_eq!(config.busy_wait_us, 0);
     }
 
     #[test]
@@ -394,6 +412,20 @@ mod tests {
                     ..params()
                 },
                 "seed",
+            ),
+            (
+                P10Params {
+                    busy_wait_us: -1,
+                    ..params()
+                },
+                "busy_wait_us",
+            ),
+            (
+                P10Params {
+                    busy_wait_us: 2_000_000,
+                    ..params()
+                },
+                "busy_wait_us",
             ),
         ];
         for (bad, parameter) in cases {

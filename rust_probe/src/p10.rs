@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::hint::black_box;
 use std::ops::ControlFlow;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::{GradientsParams, SgdConfig};
@@ -130,6 +130,15 @@ fn snapshot(model: &Linear, mode: Mode) -> Tensor<2> {
     }
 }
 
+/// Spins (no sleep: the core stays busy, as real work would keep it) for `wait`.
+/// Calibration only: a known slowdown added to every step.
+fn busy_wait(wait: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < wait {
+        std::hint::spin_loop();
+    }
+}
+
 fn mib(bytes: i128) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -192,6 +201,9 @@ pub fn run(
             } else {
                 set_phase(Phase::Ema);
                 ema = ema.mul_scalar(keep) + snapshot(&model, mode).mul_scalar(blend);
+            }
+            if config.busy_wait_us > 0 {
+                busy_wait(Duration::from_micros(config.busy_wait_us));
             }
             step_ms.push(started.elapsed().as_secs_f64() * 1e3);
 

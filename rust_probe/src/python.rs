@@ -111,7 +111,8 @@ fn result_dict<'py>(py: Python<'py>, r: &P10Result) -> PyResult<Bound<'py, PyDic
 #[pyfunction]
 #[pyo3(signature = (
     mode, *, d_in=None, d_out=None, batch=None, lr=None, steps=None,
-    checkpoints=None, ema_decay=None, seed=None, rss_every=None, progress=None
+    checkpoints=None, ema_decay=None, seed=None, rss_every=None, busy_wait_us=None,
+    progress=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn run_p10<'py>(
@@ -126,6 +127,7 @@ fn run_p10<'py>(
     ema_decay: Option<&Bound<'py, PyAny>>,
     seed: Option<&Bound<'py, PyAny>>,
     rss_every: Option<&Bound<'py, PyAny>>,
+    busy_wait_us: Option<&Bound<'py, PyAny>>,
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut params = P10Params {
@@ -137,13 +139,14 @@ fn run_p10<'py>(
         })?,
         ..P10Params::default()
     };
-    let ints: [(&str, Option<&Bound<'py, PyAny>>, &mut i64); 6] = [
+    let ints: [(&str, Option<&Bound<'py, PyAny>>, &mut i64); 7] = [
         ("d_in", d_in, &mut params.d_in),
         ("d_out", d_out, &mut params.d_out),
         ("batch", batch, &mut params.batch),
         ("steps", steps, &mut params.steps),
         ("seed", seed, &mut params.seed),
         ("rss_every", rss_every, &mut params.rss_every),
+        ("busy_wait_us", busy_wait_us, &mut params.busy_wait_us),
     ];
     for (name, value, slot) in ints {
         if let Some(value) = value {
@@ -417,6 +420,7 @@ fn p10_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("ema_decay", p.ema_decay)?;
     d.set_item("seed", p.seed)?;
     d.set_item("rss_every", p.rss_every)?;
+    d.set_item("busy_wait_us", p.busy_wait_us)?;
     Ok(d)
 }
 

@@ -172,3 +172,27 @@ fn rss_is_sampled_every_n_steps() {
     let result = run(&off, &mut |_| ControlFlow::Continue(()));
     assert!(result.rss_samples.is_empty());
 }
+
+#[test]
+fn a_calibration_busy_wait_lengthens_every_step() {
+    // The wait spins inside the timed region: every step takes at least that long.
+    let config = P10Params {
+        mode: "without".into(),
+        d_in: 8,
+        d_out: 8,
+        batch: 2,
+        steps: 5,
+        busy_wait_us: 2_000,
+        ..P10Params::default()
+    }
+    .validate()
+    .unwrap();
+    let result = run(&config, &mut |_| ControlFlow::Continue(()));
+    assert_completed(&result, 5);
+    assert!(
+        result.step_ms.iter().all(|&ms| ms >= 2.0),
+        "{:?}",
+        result.step_ms
+    );
+    assert_eq!(small("without", 5).busy_wait_us, 0, "off by default");
+}
