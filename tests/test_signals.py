@@ -110,6 +110,21 @@ def test_a_signal_before_any_run_completed_keeps_nothing(tmp_path):
     assert "before any run completed: nothing to keep" in err and not out.exists()
 
 
+def test_a_signal_kills_every_run_going_side_by_side(tmp_path):
+    """Semantic runs go side by side (`--jobs 2`): a signal kills both workers under way, the
+    third run never starts, and none of the killed runs is recorded as a crash."""
+    slow = [case_file(tmp_path / "cases", f"slow{i}", "detach") for i in range(3)]
+    out = tmp_path / "out.json"
+    proc = start(tmp_path, "check", *map(str, slow), "--jobs", "2", "--json", str(out), "-q")
+    pids, _, err = interrupt(proc, tmp_path, signal.SIGTERM, workers=2)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    no_leftovers(tmp_path, pids)
+    time.sleep(0.5)
+    assert len((tmp_path / "pids").read_text().split()) == 2, "a run started after the signal"
+    assert "before any run completed: nothing to keep" in err and not out.exists()
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("sig", one_fast(signal.SIGHUP, signal.SIGTERM))
 def test_a_signal_to_report_leaves_the_previous_report_and_keeps_the_runs(tmp_path, sig):
     out = tmp_path / "out"
