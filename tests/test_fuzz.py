@@ -141,6 +141,9 @@ KNOWN_PROGRAMS = {
     "step-consumes-gradients": 'p = param(2)\nopt = sgd(lr=0.1)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(p, "p after step")',
     "view-of-param-follows-the-step": "p = param(2)\nopt = sgd(lr=0.1)\ns = detach(p)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(s)",
     "clone-of-param-is-the-param": "p = param(2)\nc = clone(p)\nloss = sum(c * c)\nbackward(loss)\nobserve(c)",
+    # found by `fuzz --seed 31`: frozen inside the loop, the second backward has nothing to differentiate
+    "refusal-is-a-panic": "p = param(1)\nopt = sgd(lr=0.1)\nfor i in range(3):\n    y = exp(p)\n    freeze(p)\n"
+    "    loss = sum(y)\n    zero_grad(opt)\n    backward(loss)\n    step(opt)\nobserve(p)",
 }
 
 
@@ -158,6 +161,17 @@ def test_each_documented_difference_is_recognised_as_known(pool, known_id):
     assert divergences, "the program shows the difference"
     seen = [(d.cls, d.label, d.known) for d in divergences]
     assert all(d.known for d in divergences) and known_id in {d.known for d in divergences}, seen
+
+
+def test_an_error_and_a_panic_at_different_statements_stay_new():
+    def status(torch_at: list[int], burn_at: list[int]) -> Divergence:
+        detail = {"torch_outcome": "error", "burn_outcome": "panic", "torch_at": torch_at, "burn_at": burn_at}
+        return Divergence("status", None, detail)
+
+    program = {"tensors": [], "body": []}
+    assert known.match(status([6, 2], [6, 2]), program) == "refusal-is-a-panic"
+    assert known.match(status([6, 2], [6, 1]), program) is None  # burn refuses an iteration earlier
+    assert known.match(status([6, 1], [4, 1]), program) is None
 
 
 def test_every_registered_difference_names_its_catalogue_case():

@@ -115,7 +115,15 @@ def _status(torch_run: RawRun, burn_run: RawRun) -> dict[str, Any] | None:
         "torch_message": torch_run.failure.message if torch_run.failure else None,
         "burn_message": burn_run.failure.message if burn_run.failure else None,
         "op": failed.op if failed is not None else None,
+        # where each stopped: (statement index, loop iteration)
+        "torch_at": _at(torch_run),
+        "burn_at": _at(burn_run),
     }
+
+
+def _at(run: RawRun) -> list[int | None] | None:
+    f = run.failure
+    return None if f is None else [f.op_index, f.iteration]
 
 
 def _amplified(ta: dict[str, Observation], ba: dict[str, Observation], label: str, tol: Tolerance) -> bool:

@@ -134,6 +134,19 @@ def _view_of_param_after_step(d: Divergence, program: Program) -> bool:
     return tensor is not None and tensor in views and tensor not in params
 
 
+def _refusal_is_a_panic(d: Divergence, program: Program) -> bool:
+    """Both refuse the same statement in the same iteration: torch raises (a catchable
+    RuntimeError), burn panics (burn reports misuse by panicking). The catalogue's
+    backward_twice and require_grad_nonleaf show the two ways side by side."""
+    return (
+        d.cls == "status"
+        and d.detail.get("torch_outcome") == "error"
+        and d.detail.get("burn_outcome") == "panic"
+        and d.detail.get("torch_at") is not None
+        and d.detail.get("torch_at") == d.detail.get("burn_at")
+    )
+
+
 REGISTRY: tuple[Known, ...] = (
     Known(
         "detach-param-keeps-tracking",
@@ -152,6 +165,13 @@ REGISTRY: tuple[Known, ...] = (
         "require_grad() of a tracked non-leaf panics in burn; torch accepts requires_grad_() there",
         "require_grad_nonleaf",
         lambda d, p: _message(d, "burn", "Can't convert a non leaf tensor"),
+    ),
+    Known(
+        "refusal-is-a-panic",
+        "both refuse the same statement in the same iteration (a backward with nothing to "
+        "differentiate, say): torch raises an exception, burn panics",
+        "backward_twice",
+        _refusal_is_a_panic,
     ),
     Known(
         "step-consumes-gradients",
