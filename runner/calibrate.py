@@ -173,6 +173,17 @@ def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
+def _summary_cells(values: list[float]) -> list[str]:
+    """n, median, min, max (ms) and spread of a run's medians, as table cells."""
+    return [
+        str(len(values)),
+        f"{statistics.median(values):.3f}",
+        f"{min(values):.3f}",
+        f"{max(values):.3f}",
+        f"{spread(values):.1%}",
+    ]
+
+
 def noise_table(samples: list[Sample]) -> str:
     rows = [["run", "controls", "runs", "median ms", "min ms", "max ms", "spread", "load (min-max)"]]
     keys = sorted({(s.run, s.controls) for s in samples if s.experiment == "noise"})
@@ -181,18 +192,7 @@ def noise_table(samples: list[Sample]) -> str:
         values = [s.reference_median_ms for s in chosen if s.reference_median_ms is not None]
         if not values:
             continue
-        rows.append(
-            [
-                run,
-                controls,
-                str(len(values)),
-                f"{statistics.median(values):.3f}",
-                f"{min(values):.3f}",
-                f"{max(values):.3f}",
-                f"{spread(values):.1%}",
-                _load_range(chosen),
-            ]
-        )
+        rows.append([run, controls, *_summary_cells(values), _load_range(chosen)])
     return _table(rows)
 
 
@@ -389,17 +389,7 @@ def spread_rows(samples: list[Sample]) -> list[list[str]]:
                 and s.reference_median_ms is not None
             ]
             if values:
-                rows.append(
-                    [
-                        run,
-                        controls,
-                        str(len(values)),
-                        f"{statistics.median(values):.3f}",
-                        f"{min(values):.3f}",
-                        f"{max(values):.3f}",
-                        f"{spread(values):.1%}",
-                    ]
-                )
+                rows.append([run, controls, *_summary_cells(values)])
     return rows
 
 
