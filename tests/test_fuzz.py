@@ -141,6 +141,10 @@ KNOWN_PROGRAMS = {
     "step-consumes-gradients": 'p = param(2)\nopt = sgd(lr=0.1)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(p, "p after step")',
     "view-of-param-follows-the-step": "p = param(2)\nopt = sgd(lr=0.1)\ns = detach(p)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(s)",
     "clone-of-param-is-the-param": "p = param(2)\nc = clone(p)\nloss = sum(c * c)\nbackward(loss)\nobserve(c)",
+    # found by `fuzz --seed 41` (the value of p0 matters: at many values burn's rounding cancels too)
+    "self-division-gradient-under-adam": "p0 = param(1, init='positive')\nacc1 = input(1, init='zeros')\n"
+    "opt = adam(lr=0.01)\nfor i in range(200):\n    v1 = p0 / p0\n    loss = sum(v1)\n    zero_grad(opt)\n"
+    "    backward(loss)\n    step(opt)\nobserve(p0)",
     # found by `fuzz --seed 31`: frozen inside the loop, the second backward has nothing to differentiate
     "refusal-is-a-panic": "p = param(1)\nopt = sgd(lr=0.1)\nfor i in range(3):\n    y = exp(p)\n    freeze(p)\n"
     "    loss = sum(y)\n    zero_grad(opt)\n    backward(loss)\n    step(opt)\nobserve(p)",
@@ -319,3 +323,36 @@ def test_a_divergence_that_does_not_come_back_is_kept_as_flaky():
     campaign = OnceOnly(None, seed=1)  # type: ignore[arg-type]
     found = campaign.hunt(7, deadline=float("inf"))
     assert found is not None and found.flaky and "exp" in found.signature
+
+
+def test_gradcheck_reports_a_framework_only_when_the_other_is_much_closer_to_float64():
+    """loss = sum(2 p) at p = [1, 2]: the float64 gradient is [2, 2] and finite differences agree.
+    Both float32 gradients off alike (a program whose terms cancel) is the program's rounding;
+    burn off 100x more than torch is a finding about burn."""
+    from runner.fuzz.judge import gradcheck
+
+    program = {
+        "tensors": [{"name": "p", "role": "param", "shape": [2], "data": [1.0, 2.0]}],
+        "body": [{"op": "backward", "args": ["loss"]}],
+    }
+
+    def run64(p: dict) -> dict:
+        data = p["tensors"][0]["data"]
+        return {"observations": [{"label": "loss", "values": [2 * sum(data)]}]}
+
+    reference = run(
+        "torch", [{"label": "p", "values": [1.0, 2.0], "grad": [2.0, 2.0]}, {"label": "loss", "values": [6.0]}]
+    )
+
+    def runs(torch_grad: list[float], burn_grad: list[float]) -> dict:
+        return {
+            "torch": run("torch", [{"label": "p", "values": [1.0, 2.0], "grad": torch_grad}]),
+            "burn": run("burn", [{"label": "p", "values": [1.0, 2.0], "grad": burn_grad}]),
+        }
+
+    alike, skipped = gradcheck(program, reference, runs([2.01, 2.0], [2.0, 2.03]), run64)
+    assert skipped is None and alike == []
+    found, _ = gradcheck(program, reference, runs([2.0001, 2.0], [2.0, 2.05]), run64)
+    assert [d.label for d in found] == ["burn p"]
+    exact, _ = gradcheck(program, reference, runs([2.0, 2.0], [2.0, 2.05]), run64)
+    assert [d.label for d in exact] == ["burn p"]

@@ -277,7 +277,7 @@ def gradcheck(
     if abs(numeric - analytic) > 1e-4 * max(1.0, abs(numeric)):
         # torch's own float64 gradient disagrees with the finite difference: a finding about torch
         return [Divergence("gradcheck", "torch float64", {"analytic": analytic, "numeric": numeric})], None
-    found = []
+    errors: dict[tuple[str, str], tuple[float, float]] = {}  # (framework, param) -> (worst error, scale)
     for fw, run in runs.items():
         mine = _by_label(run)
         for name, g64 in grads.items():
@@ -286,20 +286,28 @@ def gradcheck(
             if g32 is None or g64 is None or len(g32) != len(g64):
                 continue
             scale = max((abs(v) for v in g64), default=0.0) or 1.0
-            worst = max((abs(a - b) for a, b in zip(g32, g64)), default=0.0)
-            if worst > GRADCHECK_REL * scale + 1e-6:
-                found.append(
-                    Divergence(
-                        "gradcheck",
-                        f"{fw} {name}",
-                        {
-                            "framework": fw,
-                            "param": name,
-                            "max_abs_error": worst,
-                            "scale": scale,
-                            "finite_difference": numeric,
-                            "float64_analytic": analytic,
-                        },
-                    )
-                )
+            errors[(fw, name)] = (max((abs(a - b) for a, b in zip(g32, g64)), default=0.0), scale)
+    found = []
+    for (fw, name), (worst, scale) in errors.items():
+        if worst <= GRADCHECK_REL * scale + 1e-6:
+            continue
+        others = [e for (f, n), (e, _) in errors.items() if n == name and f != fw]
+        if others and all(0 < e and worst <= CONDITIONING * e for e in others):
+            # the other framework's float32 gradient is off by as much: the program's rounding
+            # (terms that cancel, p**2 / p**2 say), not a difference between the frameworks
+            continue
+        found.append(
+            Divergence(
+                "gradcheck",
+                f"{fw} {name}",
+                {
+                    "framework": fw,
+                    "param": name,
+                    "max_abs_error": worst,
+                    "scale": scale,
+                    "finite_difference": numeric,
+                    "float64_analytic": analytic,
+                },
+            )
+        )
     return found, None

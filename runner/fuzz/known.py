@@ -147,6 +147,15 @@ def _refusal_is_a_panic(d: Divergence, program: Program) -> bool:
     )
 
 
+def _self_division_under_adam(d: Divergence, program: Program) -> bool:
+    """A tensor divided by itself: torch's gradient is exactly 0, burn's one rounding error, and
+    Adam (scale-invariant) turns that into a step of about lr every iteration."""
+    stmts = _stmts(program)
+    if d.cls != "values" or not any(s["op"] == "adam" for s in stmts):
+        return False
+    return any(s["op"] == "div" and len(s["args"]) == 2 and s["args"][0] == s["args"][1] for s in stmts)
+
+
 REGISTRY: tuple[Known, ...] = (
     Known(
         "detach-param-keeps-tracking",
@@ -192,6 +201,12 @@ REGISTRY: tuple[Known, ...] = (
         "burn's is a value that keeps its numbers",
         "detach_alias_inplace",
         _view_of_param_after_step,
+    ),
+    Known(
+        "self-division-gradient-under-adam",
+        "the gradient of p / p is exactly 0 in torch and one rounding error in burn; Adam makes that a full step",
+        "values-repeat-div-sum-zero-grad-backward-step-d8175c05",
+        _self_division_under_adam,
     ),
     Known(
         "clone-of-param-is-the-param",
