@@ -118,7 +118,7 @@ code { background: #f2f2f2; padding: 0 .2em; border-radius: 3px; }
 .status { font-weight: bold; padding: .35em .6em; border-radius: 4px; margin: .3em 0; border-left: 6px solid; }
 .status.ok { background: #e7f4ee; border-color: var(--fix); } .status.attention { background: #fbeadf; border-color: var(--burn); }
 .meta, .note { color: var(--muted); font-size: 13px; } .meta { margin: .2em 0; }
-nav.toc { font-size: 13px; margin: .3em 0 0; } nav.toc a { margin-right: .9em; white-space: nowrap; }
+nav.toc { font-size: 13px; margin: .3em 0 0; overflow-wrap: anywhere; } nav.toc a { margin-right: .9em; white-space: nowrap; display: inline-block; max-width: 100%; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
 a { color: #005a8c; }
 .scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .5em 0; font-size: 13px; }
