@@ -28,6 +28,8 @@ def run_cli(*args, timeout=600):
         (["check", "--mode", "fast"], "--mode: unknown mode 'fast'"),
         (["check", "--steps", "100"], "--steps 100 with"),
         (["check", "p99"], "case 'p99'"),
+        (["fuzz", "--budget", "nan"], "argument --budget: must be a number of seconds above 0"),
+        (["fuzz", "--timeout", "0"], "argument --timeout: must be a number of seconds above 0"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         ([], "the following arguments are required: command"),
     ],

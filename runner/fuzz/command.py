@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..argtypes import nonempty, path, positive_int
+from ..argtypes import nonempty, path, positive_int, timeout_seconds
 from ..atomic import write_text
 from ..engine import preflight
 from ..errors import BadInput, Infrastructure
@@ -37,7 +37,7 @@ DEFAULT_OUT = Path("reports") / "fuzz"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget",
-        type=float,
+        type=timeout_seconds,
         default=60.0,
         metavar="SECONDS",
         help="how long to search (default 60 s; the nightly campaign uses more)",
@@ -60,7 +60,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where new divergences are written as case files (default cases/found/)",
     )
-    parser.add_argument("--timeout", type=float, default=30.0, metavar="S", help="per-program timeout (default 30 s)")
+    parser.add_argument("--timeout", type=timeout_seconds, default=30.0, metavar="S", help="per-program timeout (default 30 s)")
     parser.add_argument(
         "--max-programs",
         type=positive_int,
