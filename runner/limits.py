@@ -24,7 +24,8 @@ import resource
 import signal
 import sys
 from collections.abc import Callable
-from pathlib import Path
+
+from . import procinfo
 
 DEFAULT_MEMORY_MIB = 8192
 # Python itself needs a few tens of MiB of address space to start.
@@ -79,14 +80,7 @@ def child_setup(memory_mib: int | None) -> Callable[[], None]:
 
 def vm_peak(pid: int) -> int | None:
     """The peak address space of a running process (VmPeak, bytes), or None."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    for line in status.splitlines():
-        if line.startswith("VmPeak:"):
-            return int(line.split()[1]) * 1024
-    return None
+    return procinfo.status_bytes("VmPeak", pid)
 
 
 def looks_out_of_memory(text: str) -> bool:

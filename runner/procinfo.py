@@ -6,16 +6,22 @@ import platform
 from pathlib import Path
 
 
-def rss_bytes() -> int | None:
-    """Resident set size of this process (VmRSS), or None where /proc is missing."""
+def status_bytes(key: str, pid: int | str = "self") -> int | None:
+    """A size from /proc/PID/status (`VmRSS`, `VmPeak`, ...) in bytes, or None where the process
+    or /proc is missing."""
     try:
-        status = Path("/proc/self/status").read_text()
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     for line in status.splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1]) * 1024
     return None
+
+
+def rss_bytes() -> int | None:
+    """Resident set size of this process (VmRSS), or None where /proc is missing."""
+    return status_bytes("VmRSS")
 
 
 def cpu_model() -> str:

@@ -60,7 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where new divergences are written as case files (default cases/found/)",
     )
-    parser.add_argument("--timeout", type=timeout_seconds, default=30.0, metavar="S", help="per-program timeout (default 30 s)")
+    parser.add_argument(
+        "--timeout", type=timeout_seconds, default=30.0, metavar="S", help="per-program timeout (default 30 s)"
+    )
     parser.add_argument(
         "--max-programs",
         type=positive_int,
