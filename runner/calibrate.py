@@ -47,9 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from . import cases as case_files
-from . import compare, noise
+from . import compare, metrics, noise
 from .argtypes import noise_controls, path, positive_int
-from .execute import RunRequest, execute
+from .engine import request_for
+from .execute import execute
 from .model.case import Case, RunRef
 
 FACTORS = (1.1, 1.25, 1.5, 2.0)
@@ -100,16 +101,14 @@ def measure(
 ) -> Sample:
     """One run of `case`'s `run` in a fresh worker, as check runs it."""
     ref = RunRef.parse(run)
-    params = {**case.request_params(ref.mode), "busy_wait_us": busy_wait_us}
+    request = request_for(case, ref.framework, ref.mode, {}, controls, {"busy_wait_us": busy_wait_us})
     load_before = noise.load_average()
-    record = execute(
-        RunRequest(case.name, case.kind, ref.framework, ref.mode, params, case.timeout_s, {}, controls=controls)
-    )
-    first, last = case.windows.reference_range()
-    lo, hi = case.windows.last_range(case.steps)
-    ok = record.outcome == "ok" and len(record.step_ms) >= hi
-    reference = record.step_ms[first - 1 : last] if ok else []
-    last_window = record.step_ms[lo - 1 : hi] if ok else []
+    record = execute(request)
+    # both windows, or neither (a run that failed or did not reach the last window)
+    last_window = metrics.window(record.step_ms, *case.windows.last_range(case.steps))
+    reference = metrics.window(record.step_ms, *case.windows.reference_range())
+    if record.outcome != "ok" or last_window is None or reference is None:
+        reference, last_window = [], []
     return Sample(
         experiment=experiment,
         session=session,
@@ -257,10 +256,6 @@ def collect_rule(
                     recorder.add(measure(case, run, NONE, wait(run, NONE, factor), "rule", session, factor, 1))
 
 
-def _windows(samples: list[Sample]) -> tuple[list[list[float]], list[list[float]]]:
-    return [s.reference for s in samples], [s.last for s in samples]
-
-
 def judge(before: list[Sample], after: list[Sample], rule: str, floor: float | None = None) -> bool | None:
     """Does `rule` see a change between two sets of samples of one run?
     `old`: one run per side, per-step Mann-Whitney U and a 2x floor; `new`: `runner.compare`."""
@@ -268,17 +263,18 @@ def judge(before: list[Sample], after: list[Sample], rule: str, floor: float | N
         return None
     verdicts = []
     for name in ("reference", "last"):
+        b, a = getattr(before[0], name), getattr(after[0], name)
         if rule == "old":
-            b, a = getattr(before[0], name), getattr(after[0], name)
             verdicts.append(compare.samples_changed(b, a, min_factor=floor or compare.OLD_FLOOR).changed)
-        elif len(before) == 1 or len(after) == 1:
-            b, a = getattr(before[0], name), getattr(after[0], name)
-            verdicts.append(compare.samples_changed(b, a, min_factor=floor).changed)
         else:
-            mb = [getattr(s, f"{name}_median_ms") for s in before]
-            ma = [getattr(s, f"{name}_median_ms") for s in after]
-            verdicts.append(compare.medians_changed(mb, ma, min_factor=floor).changed)
+            mb, ma = _medians(before, name), _medians(after, name)
+            verdicts.append(compare.rule_change(mb, ma, b, a, min_factor=floor).changed)
     return any(v is True for v in verdicts)
+
+
+def _medians(samples: list[Sample], name: str) -> list[float]:
+    values = [getattr(s, f"{name}_median_ms") for s in samples]
+    return [v for v in values if v is not None]
 
 
 def _aa_factor(before: list[Sample], after: list[Sample], rule_k: int) -> float:
@@ -286,12 +282,11 @@ def _aa_factor(before: list[Sample], after: list[Sample], rule_k: int) -> float:
     rule's test (non-overlap, or Mann-Whitney for k = 1): what a floor must stay above."""
     worst = 1.0
     for name in ("reference", "last"):
-        if rule_k == 1:
-            w = compare.samples_changed(getattr(before[0], name), getattr(after[0], name), min_factor=1.0)
-        else:
-            mb = [getattr(s, f"{name}_median_ms") for s in before]
-            ma = [getattr(s, f"{name}_median_ms") for s in after]
-            w = compare.medians_changed(mb, ma, min_factor=1.0)
+        # k = 1: the per-step test (no medians); k >= 2: the medians' (no samples)
+        by_repeats = rule_k >= 2
+        mb, ma = (_medians(before, name), _medians(after, name)) if by_repeats else ([], [])
+        sb, sa = ([], []) if by_repeats else (getattr(before[0], name), getattr(after[0], name))
+        w = compare.rule_change(mb, ma, sb, sa, min_factor=1.0)
         if w.changed and math.isfinite(w.factor) and w.factor > 0:
             worst = max(worst, w.factor, 1 / w.factor)
     return worst

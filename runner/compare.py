@@ -67,6 +67,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
+from . import metrics
 from .model.results import RunRecord
 
 ALPHA = 1e-3
@@ -158,10 +159,7 @@ def medians_changed(before: list[float], after: list[float], min_factor: float |
 
 def _window_samples(run: RunRecord, name: str) -> list[float]:
     window = run.metrics.reference_window if name == "reference" else run.metrics.last_window
-    if window is None or len(run.step_ms) < window[1]:
-        return []
-    first, last = window
-    return run.step_ms[first - 1 : last]
+    return (metrics.window(run.step_ms, *window) if window is not None else None) or []
 
 
 def _window_medians(run: RunRecord, name: str) -> list[float]:
@@ -181,14 +179,30 @@ def _load(run: RunRecord) -> float | None:
     return statistics.mean(loads) if loads else None
 
 
+def rule_change(
+    medians_before: list[float],
+    medians_after: list[float],
+    samples_before: list[float],
+    samples_after: list[float],
+    min_factor: float | None = None,
+) -> WindowChange:
+    """The rule's test for one window: the repeats' medians when both sides have two or more,
+    else the per-step samples of one run per side (the calibration applies this same function)."""
+    if len(medians_before) >= 2 and len(medians_after) >= 2:
+        return medians_changed(medians_before, medians_after, min_factor=min_factor)
+    return samples_changed(samples_before, samples_after, min_factor=min_factor)
+
+
 def window_change(before: RunRecord, after: RunRecord, name: str) -> WindowChange:
     """The rule for one window of one run seen twice."""
     floor = None if _controlled(before) and _controlled(after) else OLD_FLOOR
-    mb, ma = _window_medians(before, name), _window_medians(after, name)
-    if len(mb) >= 2 and len(ma) >= 2:
-        change = medians_changed(mb, ma, min_factor=floor)
-    else:
-        change = samples_changed(_window_samples(before, name), _window_samples(after, name), min_factor=floor)
+    change = rule_change(
+        _window_medians(before, name),
+        _window_medians(after, name),
+        _window_samples(before, name),
+        _window_samples(after, name),
+        min_factor=floor,
+    )
     return dataclasses.replace(change, load=(_load(before), _load(after)))
 
 

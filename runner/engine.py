@@ -85,6 +85,29 @@ def default_jobs() -> int:
     return max(1, len(noise.allowed_cpus()) or os.cpu_count() or 1)
 
 
+def request_for(
+    case: Case,
+    framework: str,
+    mode: str,
+    env: dict[str, str],
+    controls: noise.Controls,
+    extra_params: dict[str, Any] | None = None,
+) -> RunRequest:
+    """The worker request of one run, as `check` makes it (`extra_params`: the calibration's busy wait)."""
+    return RunRequest(
+        case.name,
+        case.kind,
+        framework,
+        mode,
+        {**case.request_params(mode), **(extra_params or {})},
+        case.timeout_s,
+        env,
+        recorded_params=case.recorded_params(mode),
+        memory_mib=case.memory_mib,
+        controls=controls,
+    )
+
+
 def run_all(
     cases: list[Case],
     reporter: Reporter | None = None,
@@ -122,18 +145,7 @@ def run_all(
         with lock:
             label = spec.mode if repeat == 1 or not p.timed else f"{spec.mode} (repeat {round_}/{repeat})"
             reporter.run_started(next(counter), total, case, spec.framework, label)
-        request = RunRequest(
-            case.name,
-            case.kind,
-            spec.framework,
-            spec.mode,
-            case.request_params(spec.mode),
-            case.timeout_s,
-            env or {},
-            recorded_params=case.recorded_params(spec.mode),
-            memory_mib=case.memory_mib,
-            controls=run_controls,
-        )
+        request = request_for(case, spec.framework, spec.mode, env or {}, run_controls)
 
         def progress(checkpoint: dict[str, Any]) -> None:
             with lock:

@@ -32,7 +32,7 @@ from .model.results import Metrics, RawRun, Repeat, RunRecord, Slope, Spread
 MAX_SLOPE_POINTS = 2000
 
 
-def _window(step_ms: list[float], first: int, last: int) -> list[float] | None:
+def window(step_ms: list[float], first: int, last: int) -> list[float] | None:
     """Steps first..last (1-based, inclusive), or None if the run did not reach them."""
     if first < 1 or last > len(step_ms) or first > last:
         return None
@@ -54,8 +54,8 @@ def compute(record: RawRun, case: Case) -> Metrics:
     windows, steps = case.windows, case.steps
     # A program without a timed loop (or a short one) has no windows: no ratio, no slope.
     fits = steps >= windows.warmup + windows.reference + windows.last
-    reference = _window(step_ms, *windows.reference_range()) if fits else None
-    last = _window(step_ms, *windows.last_range(steps)) if fits else None
+    reference = window(step_ms, *windows.reference_range()) if fits else None
+    last = window(step_ms, *windows.last_range(steps)) if fits else None
     reference_median = statistics.median(reference) if reference else None
     last_median = statistics.median(last) if last else None
     ratio = (
