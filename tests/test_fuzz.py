@@ -191,6 +191,7 @@ def test_every_registered_difference_names_its_catalogue_case():
 def fake_worker(tmp_path: Path, body: str) -> list[str]:
     """A stand-in fuzz worker: the real torch interpreter, with `body` run on each request first."""
     script = tmp_path / "fake_fuzz_worker.py"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     script.write_text(
         textwrap.dedent("""
         import json, os, signal, sys, time
@@ -232,6 +233,36 @@ def test_a_crash_in_a_batch_names_the_culprit_and_loses_nothing(tmp_path):
         assert [r["outcome"] for r in results] == ["ok", "ok", "crash", "ok", "ok"]
         assert "SIGSEGV" in results[2]["failure"]["message"]
         assert p.crashes == 1
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_while_the_other_answers_is_a_crash_not_a_timeout(tmp_path):
+    """run_pair reads torch's answer first; the burn worker dying meanwhile is read from that
+    worker (its exit and stderr), not waited for in a fresh one until the timeout."""
+    worker = fake_worker(
+        tmp_path,
+        """
+        if '"tanh"' in ops:
+            sys.stderr.write("stand-in burn gives up\\n")
+            os._exit(7)
+    """,
+    )
+    slow_torch = fake_worker(
+        tmp_path / "torch",
+        """
+        if '"tanh"' in ops:
+            time.sleep(3)  # burn is dead before torch answers
+    """,
+    )
+    with WorkerPool(timeout_s=30, commands={"burn": worker, "torch": slow_torch}) as p:
+        results = p.run_pair(_program("p = param(2)\ny = tanh(p)\nobserve(y)"))
+        assert results["torch"]["outcome"] == "ok"
+        assert results["burn"]["outcome"] == "crash", results["burn"]
+        assert "exit code 7" in results["burn"]["failure"]["message"]
+        assert "stand-in burn gives up" in results["burn"]["failure"]["message"]
+        assert (p.crashes, p.timeouts) == (1, 0)
+        again = p.run_pair(_program("p = param(2)\ny = exp(p)\nobserve(y)"))
+        assert again["burn"]["outcome"] == "ok"
 
 
 @pytest.mark.slow

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,8 @@ import threading
 import time
 from typing import IO, Any
 
-from ..execute import _worker_env
+from ..errors import signal_name
+from ..execute import _kill_group, _worker_env
 from ..noise import Controls
 from ..paths import PROJECT_ROOT
 
@@ -85,10 +85,7 @@ class _Worker:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(self.proc.pid)
         self.proc.wait()
         self.stderr.close()
 
@@ -124,8 +121,12 @@ class WorkerPool:
             worker = self.workers[framework] = _Worker(framework, self.commands.get(framework), self.env)
         return worker
 
-    def _drop(self, framework: str) -> None:
-        worker = self.workers.pop(framework, None)
+    def _drop(self, framework: str, worker: _Worker | None = None) -> None:
+        """Kill `worker` (default: the framework's current one) and forget it if it is current."""
+        current = self.workers.get(framework)
+        worker = worker or current
+        if worker is current:
+            self.workers.pop(framework, None)
         if worker is not None:
             worker.kill()
 
@@ -148,31 +149,35 @@ class WorkerPool:
         self, program: dict[str, Any], frameworks: tuple[str, ...] = ("torch", "burn"), dtype: str = "float32"
     ) -> dict[str, Result]:
         """One program under each framework at once."""
-        sent = {}
+        sent: dict[str, tuple[_Worker, int]] = {}
         for fw in frameworks:
+            worker = self._worker(fw)
             try:
-                sent[fw] = self._worker(fw).send(program, dtype)
+                sent[fw] = (worker, worker.send(program, dtype))
             except (BrokenPipeError, OSError):
                 self._drop(fw)
-                sent[fw] = self._worker(fw).send(program, dtype)
+                worker = self._worker(fw)
+                sent[fw] = (worker, worker.send(program, dtype))
         out: dict[str, Result] = {}
         for fw in frameworks:
-            out[fw] = self._answer(fw, sent[fw], time.monotonic() + self.timeout_s)
+            worker, request = sent[fw]
+            out[fw] = self._answer(fw, worker, request, time.monotonic() + self.timeout_s)
         return out
 
-    def _answer(self, framework: str, request: int, deadline: float) -> Result:
-        worker = self._worker(framework)
+    def _answer(self, framework: str, worker: _Worker, request: int, deadline: float) -> Result:
+        """The answer to `request` from the `worker` it went to: a worker that died meanwhile is a
+        crash (with its stderr), not a fresh worker waited on for an answer it never got."""
         answer = self._read(worker, deadline)
         if answer is not None and answer.get("id") == request:
             result: Result = answer["result"]
             return result
         died = worker.proc.poll() is not None
         tail = worker.stderr_tail()
-        self._drop(framework)
+        self._drop(framework, worker)
         if died:
             self.crashes += 1
             code = worker.proc.returncode
-            how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+            how = f"signal {signal_name(-code)}" if code is not None and code < 0 else f"exit code {code}"
             return _failure("crash", f"the {framework} worker died ({how}): {tail.strip()[-800:]}")
         self.timeouts += 1
         return _failure("timeout", f"no answer from the {framework} worker within {self.timeout_s:g} s")
@@ -194,9 +199,9 @@ class WorkerPool:
         results: list[Result | None] = [None] * len(programs)
         deadline_each = self.timeout_s
         for i, request in enumerate(ids):
-            answer = self._read(self._worker(framework), time.monotonic() + deadline_each)
+            answer = self._read(worker, time.monotonic() + deadline_each)
             if answer is None or answer.get("id") != request:
-                self._drop(framework)
+                self._drop(framework, worker)
                 for j in range(i, len(programs)):
                     results[j] = self._single(framework, programs[j], dtype)
                 break
