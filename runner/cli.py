@@ -24,8 +24,8 @@ from .frameworks import FRAMEWORKS
 from .fuzz import command as fuzz_command
 from .progress import ConsoleReporter
 from .report import command as report_command
-from .results import dump, keep_partial, say
-from .signals import stop_on_signals
+from .results import dump, keep_partial
+from .signals import say, stop_on_signals
 from .terminal import summary
 from .upgrade import command as upgrade_command
 
@@ -108,6 +108,6 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         say(f"error: {err}")
         return err.exit_code
     except KeyboardInterrupt as err:
-        stop = err if isinstance(err, Interrupted) else Interrupted()
+        stop = Interrupted.of(err)
         say(f"interrupted ({stop.name})")
         return stop.exit_code

@@ -240,13 +240,26 @@ def check(
     try:
         run_all(cases, reporter, execute_run, env, repeat, jobs, controls, into=records)
     except KeyboardInterrupt as err:
-        stop = err if isinstance(err, Interrupted) else Interrupted()
+        stop = Interrupted.of(err)
         stop.partial.append(partial_document(cases, records, started, stop, measurement))
         if stop is err:
             raise
         raise stop from None
+    return judged_document(cases, records, started, measurement)
+
+
+def judged_document(
+    cases: list[Case],
+    records: dict[RunKey, RunRecord],
+    started: dt.datetime,
+    measurement: results.Measurement | None = None,
+    partial_reason: str | None = None,
+) -> ResultsDocument:
+    """The results document of `records` (with `partial_reason`: marked partial)."""
     runs, expectations, not_applicable = judge(cases, records)
-    return results.document(runs, expectations, started, results.now(), not_applicable, cases, measurement=measurement)
+    return results.document(
+        runs, expectations, started, results.now(), not_applicable, cases, partial_reason, measurement=measurement
+    )
 
 
 def partial_document(
@@ -258,8 +271,5 @@ def partial_document(
 ) -> ResultsDocument:
     """The runs completed before `stop`, judged (pairs only where both ran), marked partial."""
     total = sum(len(c.runs) for c in cases)
-    runs, expectations, not_applicable = judge(cases, records)
     reason = f"interrupted by {stop.name} after {len(records)} of {total} runs"
-    return results.document(
-        runs, expectations, started, results.now(), not_applicable, cases, reason, measurement=measurement
-    )
+    return judged_document(cases, records, started, measurement, reason)

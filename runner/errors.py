@@ -37,6 +37,11 @@ class Interrupted(KeyboardInterrupt):
         # The results documents of the runs completed before the signal, for the command to keep.
         self.partial: list[Any] = []
 
+    @classmethod
+    def of(cls, err: KeyboardInterrupt) -> Interrupted:
+        """`err` itself if a signal raised it, else a Ctrl-C (SIGINT) of its own."""
+        return err if isinstance(err, Interrupted) else cls()
+
     @property
     def exit_code(self) -> int:
         return 128 + self.signum

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from .model.results import (
 from .paths import PROJECT_ROOT
 from .procinfo import cpu_model
 from .program import render_rust, render_torch
+from .signals import say
 
 SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)
 
@@ -250,14 +250,6 @@ def bundle(docs: list[ResultsDocument]) -> ResultsDocument | Bundle:
     if len(docs) == 1:
         return docs[0]
     return Bundle(merged_results_schema_version=BUNDLE_VERSION, results=docs)
-
-
-def say(text: str) -> None:
-    """A line on stderr; a terminal that hung up (SIGHUP) must not turn it into a traceback."""
-    try:
-        print(text, file=sys.stderr, flush=True)
-    except OSError:
-        pass
 
 
 def keep_partial(stop: Interrupted, name: str, target: Path | None = None) -> list[Path]:

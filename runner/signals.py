@@ -16,6 +16,7 @@ a signal that arrives meanwhile takes effect right after.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,3 +94,11 @@ def deferred() -> Iterator[None]:
     if not _State.deferring and _State.pending is not None:
         signum, _State.pending = _State.pending, None
         raise Interrupted(signum)
+
+
+def say(text: str) -> None:
+    """A line on stderr; a terminal that hung up (SIGHUP) must not turn it into a traceback."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass

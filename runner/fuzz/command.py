@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from ..errors import BadInput, Infrastructure
 from ..frameworks import adapter_for
 from ..paths import CASES_DIR
 from ..results import now, provenance
+from ..signals import say
 from .campaign import Campaign, Found, Stats
 from .judge import record_of
 from .known import REGISTRY
@@ -78,10 +78,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
 def summary(
     stats: Stats, campaign: Campaign, written: list[dict[str, Any]], seed: int, budget: float
 ) -> dict[str, Any]:
@@ -124,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         from ..upgrade import sources
 
         source = sources.resolve(sources.parse(args.burn, "--burn"))
-        built = probe_build.build(source, _say)
+        built = probe_build.build(source, say)
         if not built.ok or built.probe is None:
             raise Infrastructure(
                 f"--burn {args.burn}: the probe does not build against burn {source.label}: "
@@ -152,18 +148,18 @@ def run(args: argparse.Namespace) -> int:
                 }
             )
             flaky = " (flaky: it did not fail again on replay)" if found.flaky else ""
-            _say(f"new divergence {found.signature}{flaky}: {paths['case']}")
+            say(f"new divergence {found.signature}{flaky}: {paths['case']}")
 
         def progress(stats: Stats) -> None:
             known = sum(n for k, n in stats.divergences.items() if k.startswith("known:"))
             new = sum(n for k, n in stats.divergences.items() if k.startswith("new:"))
-            _say(
+            say(
                 f"fuzz: {stats.programs} programs, {stats.rate():.0f}/s, divergences known {known}, "
                 f"new {new} ({len(written)} written)"
             )
 
         campaign = Campaign(pool, seed=args.seed, max_ops=args.max_ops, on_found=on_found, progress=progress)
-        _say(
+        say(
             f"fuzz: seed {args.seed}, budget {args.budget:g} s, at most {args.max_ops} operations per program, "
             f"burn: {burn_label}"
         )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,14 +21,15 @@ from .. import cases as case_files
 from .. import outputs
 from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..compare import RULE
-from ..engine import RunKey, judge, run_all
+from ..engine import RunKey, judged_document, run_all
 from ..errors import Interrupted
 from ..frameworks import adapter_for
 from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
 from ..model.upgrade import CLASSES, Build, Classified, UpgradeReport
 from ..progress import ConsoleReporter
-from ..results import Measurement, document, dump, keep_partial, machine_state, now
+from ..results import Measurement, dump, keep_partial, machine_state, now
+from ..signals import say
 from . import build as probe_build
 from . import sources
 from .classify import classify
@@ -68,10 +68,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 OUT_FILES = ("results-from.json", "results-to.json", "upgrade.json", "upgrade.md")
 
 
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
 def _only(cases: list[Case], framework: str) -> list[Case]:
     selected = [case_files.select(c, [framework], None) for c in cases]
     return [c for c in selected if c.runs]
@@ -90,15 +86,15 @@ def run(args: argparse.Namespace) -> int:
     before, after = sources.resolve(before_src), sources.resolve(after_src)
     out = args.out or Path("results") / f"upgrade-{_slug(before.label)}-to-{_slug(after.label)}"
     outputs.check_folder(out, "--out", OUT_FILES)
-    _say(f"upgrade check: burn {before.label} -> {after.label}")
+    say(f"upgrade check: burn {before.label} -> {after.label}")
 
     builds: dict[str, Build] = {}
     for side, source in (("from", before), ("to", after)):
-        result = probe_build.build(source, _say)
+        result = probe_build.build(source, say)
         how = "cached" if result.cached else f"{result.seconds:.0f} s"
-        _say(f"  probe against burn {source.label}: {'built' if result.ok else 'BUILD FAILED'} ({how})")
+        say(f"  probe against burn {source.label}: {'built' if result.ok else 'BUILD FAILED'} ({how})")
         for error in result.errors:
-            _say(f"    {error}")
+            say(f"    {error}")
         builds[side] = result
 
     reporter = ConsoleReporter(verbose=not args.quiet)
@@ -107,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     burn_cases, torch_cases = _only(cases, "burn"), _only(cases, "torch")
     broken = any(not b.ok for b in builds.values())
     if broken:
-        _say("a side did not build: every burn run is a build-break; nothing is run")
+        say("a side did not build: every burn run is a build-break; nothing is run")
     measure = {"repeat": args.repeat, "jobs": args.jobs, "controls": args.noise_controls}
     torch_records: dict[RunKey, RunRecord] = {}
     side_records: dict[str, dict[RunKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
@@ -121,25 +117,20 @@ def run(args: argparse.Namespace) -> int:
                 for spec in case.runs:
                     one = case_files.select(case, ["burn"], [spec.mode])
                     for side, result in builds.items():
-                        _say(f"burn {result.source}:")
+                        say(f"burn {result.source}:")
                         override = adapter_for(case.kind, "burn").override_env
                         env = {override: result.probe} if override and result.probe else {}
                         records = side_records[side]
                         assert records is not None
                         run_all([one], reporter, env=env, into=records, **measure)
     except KeyboardInterrupt as err:
-        stop = err if isinstance(err, Interrupted) else Interrupted()
+        stop = Interrupted.of(err)
         total = sum(len(c.runs) for c in torch_cases) + sum(len(c.runs) for c in burn_cases) * len(builds)
         done = len(torch_records) + sum(len(r or {}) for r in side_records.values())
         reason = f"interrupted by {stop.name} after {done} of {total} runs of the upgrade check"
         for side, side_record in side_records.items():
             ran = {**torch_records, **(side_record or {})}
-            runs, expectations, skipped = judge(cases, ran)
-            stop.partial.append(
-                document(
-                    runs, expectations, started, now(), skipped, cases, f"{reason} ({side})", measurement=measurement
-                )
-            )
+            stop.partial.append(judged_document(cases, ran, started, measurement, f"{reason} ({side})"))
         keep_partial(stop, "upgrade-check")
         if stop is err:
             raise
@@ -149,8 +140,7 @@ def run(args: argparse.Namespace) -> int:
         if side_record is None:
             side_docs[side] = None
             continue
-        runs, expectations, skipped = judge(cases, {**torch_records, **side_record})
-        side_docs[side] = document(runs, expectations, started, now(), skipped, cases, measurement=measurement)
+        side_docs[side] = judged_document(cases, {**torch_records, **side_record}, started, measurement)
 
     errors = {b.source: b.errors for b in builds.values() if not b.ok}
     classes = classify(cases, side_records["from"], side_records["to"], torch_records, errors)
