@@ -151,8 +151,6 @@ def _keep_old(path: Path, tmp: Path) -> Path | None:
     backup = tmp.with_name(tmp.name + ".old")
     try:
         os.link(path, backup)
-    except FileNotFoundError:
-        return None
-    except OSError:
+    except OSError:  # no file to keep, or no link can be made here
         return None
     return backup

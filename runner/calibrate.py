@@ -51,7 +51,9 @@ from . import compare, metrics, noise
 from .argtypes import noise_controls, path, positive_int
 from .engine import request_for
 from .execute import execute
+from .fmt import fmt
 from .model.case import Case, RunRef
+from .terminal import table
 
 FACTORS = (1.1, 1.25, 1.5, 2.0)
 RULE_RUNS = ("burn/without", "torch/detach", "torch/ema-only")
@@ -141,15 +143,11 @@ class Recorder:
         load = "-" if sample.load_before is None else f"{sample.load_before:.1f}"
         print(
             f"  [{sample.experiment} s{sample.session} r{sample.repeat}] {sample.run} x{sample.factor:g} "
-            f"({sample.controls}): ref {_fmt(sample.reference_median_ms)} ms, last "
-            f"{_fmt(sample.last_median_ms)} ms, load {load}",
+            f"({sample.controls}): ref {fmt(sample.reference_median_ms, '.3f')} ms, last "
+            f"{fmt(sample.last_median_ms, '.3f')} ms, load {load}",
             file=sys.stderr,
             flush=True,
         )
-
-
-def _fmt(value: float | None, spec: str = ".3f") -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def load(path_: Path, offset: int = 0) -> list[Sample]:
@@ -168,10 +166,6 @@ def collect_noise(case: Case, run: str, sets: list[str], rounds: int, recorder: 
             recorder.add(measure(case, run, noise.Controls.parse(name), 0, "noise", session, 1.0, 1))
 
 
-def spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values)
-
-
 def _summary_cells(values: list[float]) -> list[str]:
     """n, median, min, max (ms) and spread of a run's medians, as table cells."""
     return [
@@ -179,11 +173,11 @@ def _summary_cells(values: list[float]) -> list[str]:
         f"{statistics.median(values):.3f}",
         f"{min(values):.3f}",
         f"{max(values):.3f}",
-        f"{spread(values):.1%}",
+        f"{metrics.relative_spread(values):.1%}",
     ]
 
 
-def noise_table(samples: list[Sample]) -> str:
+def noisetable(samples: list[Sample]) -> str:
     rows = [["run", "controls", "runs", "median ms", "min ms", "max ms", "spread", "load (min-max)"]]
     keys = sorted({(s.run, s.controls) for s in samples if s.experiment == "noise"})
     for run, controls in keys:
@@ -192,19 +186,12 @@ def noise_table(samples: list[Sample]) -> str:
         if not values:
             continue
         rows.append([run, controls, *_summary_cells(values), _load_range(chosen)])
-    return _table(rows)
+    return table(rows)
 
 
 def _load_range(samples: Iterable[Sample]) -> str:
     loads = [v for s in samples for v in (s.load_before, s.load_after) if v is not None]
     return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
-
-
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 # ---- rule: A/A and injected slowdowns ---------------------------------------------
@@ -444,7 +431,7 @@ def all_pairs_rows(samples: list[Sample]) -> list[list[str]]:
 def rule_report(samples: list[Sample]) -> str:
     out = ["A/A: session i vs i + 1 (same build); caught: session i vs session i + 1 with the slowdown;"]
     out.append("counts are run comparisons (each: both windows) that the rule called changed / compared.")
-    out.append(_table(rule_rows(samples)))
+    out.append(table(rule_rows(samples)))
     floors = suggested_floors(samples)
     if floors:
         out += [
@@ -453,12 +440,12 @@ def rule_report(samples: list[Sample]) -> str:
             f"(x{MARGIN:g}, rounded up to 0.05):",
         ]
         out += [f"  K={k}: x{worst:.3f} -> floor {floor:g}" for k, (worst, floor) in floors.items()]
-        out += ["", "With those floors:", _table(rule_rows(samples, {k: f for k, (_w, f) in floors.items()}))]
+        out += ["", "With those floors:", table(rule_rows(samples, {k: f for k, (_w, f) in floors.items()}))]
     out += ["", "A/A over every pair of sessions at the rule's floors (runner.compare.FLOOR):"]
-    out.append(_table(all_pairs_rows(samples)))
-    out += ["", "Spread of one run's reference median over the sessions (first repeat):", _table(spread_rows(samples))]
+    out.append(table(all_pairs_rows(samples)))
+    out += ["", "Spread of one run's reference median over the sessions (first repeat):", table(spread_rows(samples))]
     out += ["", "The flat runs' own slowdown ratio (last / reference window), every measurement:"]
-    out.append(_table(ratio_rows(samples)))
+    out.append(table(ratio_rows(samples)))
     return "\n".join(out)
 
 
@@ -507,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = args.run or list(RULE_RUNS)
             collect_rule(case, runs, factors, args.sessions, args.repeat, not args.no_before, recorder)
         samples = recorder.samples
-    print(noise_table(samples) if args.experiment == "noise" else rule_report(samples))
+    print(noisetable(samples) if args.experiment == "noise" else rule_report(samples))
     return 0
 
 

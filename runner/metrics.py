@@ -39,6 +39,11 @@ def window(step_ms: list[float], first: int, last: int) -> list[float] | None:
     return step_ms[first - 1 : last]
 
 
+def relative_spread(values: list[float]) -> float:
+    """(max - min) / median: how far apart measurements of one thing are, as a fraction."""
+    return (max(values) - min(values)) / statistics.median(values)
+
+
 def _theil_sen(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[float, float, float] | None:
     if len(x) < 3 or np.ptp(x) == 0:
         return None

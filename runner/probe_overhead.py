@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .execute import RunRequest, execute
 from .frameworks import adapter_for
+from .metrics import relative_spread
 from .model.case import P10Params
 from .noise import FIXED_MALLOC, Controls
 from .paths import PROJECT_ROOT, target_dir
@@ -56,10 +57,6 @@ def python_driven(mode: str, steps: int, env: dict[str, str]) -> list[float]:
         RunRequest("overhead", "p10", "burn", mode, params, 3600, env, controls=Controls(malloc=False, pin=False))
     )
     return record.step_ms
-
-
-def _spread(values: list[float]) -> float:
-    return (max(values) - min(values)) / statistics.median(values)
 
 
 def steady_median(step_ms: list[float], warmup: int) -> float | None:
@@ -100,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{mode:15} {'-':>10} {'-':>10} {'-':>14}  (ends before step {args.warmup + 1})")
             continue
         n, p = statistics.median(nat_ok), statistics.median(py_ok)
-        print(f"{mode:15} {n:10.3f} {p:10.3f} {p / n:14.3f} {_spread(nat_ok):14.1%} {_spread(py_ok):14.1%}")
+        print(
+            f"{mode:15} {n:10.3f} {p:10.3f} {p / n:14.3f} {relative_spread(nat_ok):14.1%} {relative_spread(py_ok):14.1%}"
+        )
     return 0
 
 

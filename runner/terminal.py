@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated
+from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short
 from .model.results import ResultsDocument
 
 
@@ -30,19 +30,15 @@ def show(value: Any) -> str:
 
 def catalogue(doc: ResultsDocument, width: int = 60) -> str:
     """One row per case that says what it is about: PyTorch's behaviour, burn's, and the verdict."""
-    rows = [["case", "PyTorch", "burn 0.22.1" if not doc.provenance.burn else f"burn {doc.provenance.burn}", "verdict"]]
+    rows = [["case", "PyTorch", f"burn {doc.provenance.burn or '?'}", "verdict"]]
     for info in doc.cases:
         if info.about is None:
             continue
         verdicts = [e for e in doc.expectations if e.case == info.name]
         held = sum(e.passed for e in verdicts)
         verdict = f"{held}/{len(verdicts)} hold" if verdicts else "not run"
-        rows.append([info.name, _cut(info.about.torch, width), _cut(info.about.burn, width), verdict])
+        rows.append([info.name, short(info.about.torch, width), short(info.about.burn, width), verdict])
     return table(rows) if len(rows) > 1 else ""
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def summary(doc: ResultsDocument) -> str:

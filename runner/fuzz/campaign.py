@@ -24,7 +24,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 
 from ..program import data as program_data
-from ..program.ir import ParsedProgram
+from ..program.ir import ParsedProgram, walk
 from . import known
 from .generate import GENERATED, ops_of, programs
 from .judge import Divergence, compare, gradcheck, growth, record_of
@@ -33,14 +33,6 @@ from .pool import WorkerPool
 ROUND_EXAMPLES = 400
 # Relative nudges of the initial parameters for the chaos check (a few: chaos is a matter of luck).
 NUDGES = (1e-6, -1e-6, 1e-5, -1e-5)
-
-
-def _walk(body: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for s in body:
-        out.append(s)
-        out.extend(_walk(s.get("body") or []))
-    return out
 
 
 def nudge(program: dict[str, Any], factor: float) -> dict[str, Any]:
@@ -135,7 +127,7 @@ class Campaign:
             divergences = divergences + extra
             checked = "checked" if skipped is None else f"skipped: {skipped}"
         numeric = [d for d in divergences if d.cls in ("values", "grads")]
-        if numeric and any(s["op"] in ("repeat", "step") for s in _walk(program["body"])):
+        if numeric and any(s.op in ("repeat", "step") for s in walk(parsed.body)):
             # Training dynamics can amplify float32 noise (a parameter oscillating at the kink of
             # abs, say): compare torch with itself from initial data nudged by one part in 1e6.
             # A label that differs there too says nothing about burn.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from ..program.ir import ParsedProgram, Stmt, TensorSpec
+from ..program.ir import ParsedProgram, Stmt, TensorSpec, walk
 from ..program.ops import OPS, AttrValue
 
 DIMS = (1, 2, 3, 4, 8, 16)
@@ -75,7 +75,6 @@ class _Builder:
     body: list[Stmt] = field(default_factory=list)
     values: list[_Value] = field(default_factory=list)
     counter: int = 0
-    index: int = 0
 
     def fresh(self) -> str:
         self.counter += 1
@@ -419,16 +418,7 @@ def _finish(b: _Builder) -> ParsedProgram:
 
 def ops_of(program: ParsedProgram) -> list[str]:
     """The operations of a program in order (blocks flattened), for coverage and signatures."""
-    out: list[str] = []
-
-    def walk(stmts: list[Stmt]) -> None:
-        for s in stmts:
-            out.append(s.op)
-            if s.body:
-                walk(s.body)
-
-    walk(program.body)
-    return out
+    return [s.op for s in walk(program.body)]
 
 
 assert set(GENERATED) <= set(OPS)

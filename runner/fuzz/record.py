@@ -9,12 +9,13 @@ import datetime as dt
 import hashlib
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_text
 from ..program import data as program_data
-from ..program import render_torch, syntax
+from ..program import render_rust, render_torch, syntax
 from ..program.ir import ParsedProgram
 from .campaign import Found
 from .generate import LOOP_ITERATIONS
@@ -120,15 +121,8 @@ def write(found: Found, folder: Path, seed: int, runs: dict[str, Any]) -> dict[s
     except ValueError as err:
         written["torch"] = f"not written: {err}"
     try:
-        from ..program import render_rust
-
-        writer = getattr(render_rust, "write_reproducer", None)
-        if writer is None:
-            written["rust"] = "not written: this build has no Rust renderer"
-        else:
-            paths = writer(program, repro / "rust", name.replace("-", "_"))
-            written["rust"] = str(repro / "rust")
-            del paths
+        render_rust.write_reproducer(program, repro / "rust", name.replace("-", "_"))
+        written["rust"] = str(repro / "rust")
     except ValueError as err:
         written["rust"] = f"not written: {err}"
     return written
@@ -136,8 +130,7 @@ def write(found: Found, folder: Path, seed: int, runs: dict[str, Any]) -> dict[s
 
 def program_of(case: Path) -> ParsedProgram:
     """The program a found case holds (for replays)."""
-    text = case.read_text()
-    match = re.search(r'source = """\n(.*?)\n"""', text, re.S)
-    if match is None:
-        raise ValueError(f"{case}: no program source")
-    return syntax.parse(match.group(1), where=str(case))
+    source = tomllib.loads(case.read_text()).get("program", {}).get("source")
+    if not isinstance(source, str):
+        raise ValueError(f"{case}: no [program] source")
+    return syntax.parse(source, where=str(case))

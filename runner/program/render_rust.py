@@ -44,14 +44,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .ir import Program, Stmt, TensorDecl, timed_loop
+from .ir import Program, Stmt, TensorDecl, timed_loop, walk
 from .ops import OPS
 
 BURN_VERSION = "0.22.1"
@@ -64,11 +64,8 @@ INLINE_ELEMENTS = 64
 MAX_PEELED = 3
 """Iterations of one loop written out before its `for` (where values change type between iterations)."""
 
-UNSUPPORTED = {
-    "retain_grad": "burn 0.22.1 cannot keep the gradient of a non-leaf tensor (Tensor::grad returns None "
-    "unless the tensor requires grad, and require_grad() panics on a non-leaf)",
-    "no_grad": "burn 0.22.1 has no no_grad scope; a port uses without_autodiff() or detach() on the tensors",
-}
+UNSUPPORTED = {name: spec.burn for name, spec in OPS.items() if not spec.supports("burn")}
+"""The operations burn lacks, with the op table's account of why."""
 RETAIN_GRAPH = "burn 0.22.1 backward() has no retain_graph: it consumes the recorded steps"
 
 _RUST_KEYWORDS = frozenset(
@@ -96,7 +93,7 @@ _UNARY_METHOD = {
     "tanh": "tanh()",
 }
 _BINARY_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-_INPLACE = frozenset({"require_grad", "freeze", "add_scalar_"})
+_INPLACE = frozenset(name for name, spec in OPS.items() if spec.inplace)
 """Ops that rebind their argument (and bind `out` too when given)."""
 
 
@@ -402,7 +399,7 @@ class _Gen:
                 )
         self.live = _liveness(program)
         self.timed = timed_loop(program.body)
-        self.timed_observes = self.timed is not None and any(s.op == "observe" for s in _walk(self.timed.body or []))
+        self.timed_observes = self.timed is not None and any(s.op == "observe" for s in walk(self.timed.body or []))
         """The timed loop observes: observations carry their iteration, and the last iteration's
         are printed when it ends."""
         self.modules = {m.name: m for m in program.modules}
@@ -711,7 +708,7 @@ class _Gen:
         # later[i]: a backward runs after statement i in this Rust scope
         later = [ctx.tail_backward] * (len(stmts) + 1)
         for i in range(len(stmts) - 1, -1, -1):
-            later[i] = later[i + 1] or any(s.op == "backward" for s in _walk(stmts[i + 1 : i + 2]))
+            later[i] = later[i + 1] or any(s.op == "backward" for s in walk(stmts[i + 1 : i + 2]))
         for i, st in enumerate(stmts):
             tail = later[i]
             if st.op == "repeat":
@@ -742,7 +739,7 @@ class _Gen:
         if op == "observe":
             self.observe(st, state, depth, ctx)
             return
-        if op in ("require_grad", "freeze", "add_scalar_") and st.args[0] in self.params:
+        if op in _INPLACE and st.args[0] in self.params:
             self.param_inplace(st, state, depth, ctx, tail)
             return
         if op == "grad":
@@ -1074,7 +1071,7 @@ class _Gen:
         timed = st is self.timed
         end = self.live.end[st.index]
         carried_names = sorted(self.live.defined[st.index] & end)
-        body_has_backward = any(s.op == "backward" for s in _walk(st.body))
+        body_has_backward = any(s.op == "backward" for s in walk(st.body))
         done = 0
         while done < count:
             first = done + 1
@@ -1266,13 +1263,6 @@ class _Gen:
             self.put(depth, "}")
         else:
             self.put(depth, call)
-
-
-def _walk(stmts: Iterable[Stmt]) -> Iterator[Stmt]:
-    for s in stmts:
-        yield s
-        if s.body:
-            yield from _walk(s.body)
 
 
 # ---- the Rust around the statements -------------------------------------------------------------

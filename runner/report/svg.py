@@ -52,14 +52,6 @@ class Mark:
     color: str = "#000"
 
 
-@dataclass(frozen=True)
-class VLine:
-    """A vertical rule with a label at the top: where burn's version changed."""
-
-    x: float
-    label: str
-
-
 @dataclass
 class Axes:
     """How data maps to the plot area."""
@@ -269,7 +261,6 @@ def plot(
     height: int = 250,
     legend: str = "top",  # "top" (small multiples) or "right"
     marks: list[Mark] | None = None,
-    vlines: list[VLine] | None = None,
     x_range: tuple[float, float] | None = None,
     max_points: int = MAX_POINTS,
     y_floor_zero: bool = True,
@@ -280,7 +271,7 @@ def plot(
     """One plot. `marks` sit on the x axis (a run that stopped there); `note`
     is written in the plot area when no series has points. `y_range` and `log`
     give several panels the same y axis (see `shared_y`)."""
-    marks, vlines = marks or [], vlines or []
+    marks = marks or []
     top = 26 + (17 if legend == "top" else 0)
     left, bottom = 54, 36
     right = 190 if legend == "right" else 14
@@ -317,12 +308,6 @@ def plot(
         f'<text transform="translate(12 {top + ph / 2:.0f}) rotate(-90)" font-size="11" text-anchor="middle">'
         f"{escape(y_label)}{' (log)' if ax.log else ''}</text>"
     )
-    for v in vlines:
-        x = ax.px(v.x)
-        out.append(
-            f'<g class="vline"><line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="#555" '
-            f'stroke-dasharray="2 3"/><text x="{x + 3:.1f}" y="{top + 11}" font-size="10">{escape(v.label)}</text></g>'
-        )
     if not drawn and note:
         out.append(
             f'<text x="{left + pw / 2:.0f}" y="{top + ph / 2:.0f}" font-size="11" text-anchor="middle" '
