@@ -67,6 +67,7 @@ def test_a_and_detection_counts():
 
 def test_suggested_floor_sits_above_every_a_a_factor():
     floors = calibrate.suggested_floors(synthetic())
+    assert set(floors) == {1, 2, 3}  # every k the synthetic sessions have repeats for
     for k, (worst, floor) in floors.items():
         assert 1.07 < worst < 1.1, (k, worst)  # the drift between sessions: 1.04 / 0.96
         assert floor >= worst * calibrate.MARGIN and round(floor * 20) == floor * 20

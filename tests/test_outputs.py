@@ -12,7 +12,7 @@ import os
 import stat
 
 import pytest
-from fake_runs import case_file, environment
+from fake_runs import case_file, environment, unavailable
 from report_fixtures import SAMPLE_1, SAMPLE_2, report, snapshot
 
 from runner import atomic, cli, outputs
@@ -52,7 +52,7 @@ def special(kind: str, path):
         try:
             os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a private copy of /dev/null
         except PermissionError:
-            pytest.skip("mknod is not permitted here")
+            unavailable("mknod is not permitted here (a device file to refuse)")
     return path
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_runs import unavailable
 
 from runner import _probe
 from runner.cases import load_case
@@ -500,7 +501,7 @@ def agreement(p: Program, run: render_rust.ReproducerRun) -> list[str]:
 def built() -> dict[str, Any]:
     """Every sample program rendered into one workspace, built once, each run."""
     if shutil.which("cargo") is None:
-        pytest.skip("cargo is not installed")
+        unavailable("cargo is not installed (the reproducers are built with it)")
     folder = cache_dir() / "repro-workspace"
     programs = {name: sample_program(name) for name in SAMPLE}
     members: dict[str, Program | Path] = dict(programs)

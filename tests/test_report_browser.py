@@ -30,6 +30,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from fake_runs import unavailable
 from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, report, save, with_case_info
 
 from runner.report import browser
@@ -88,10 +89,8 @@ def chromium() -> str:
     found = shutil.which("chromium")
     if found:
         return found
-    reason = "chromium is not installed (scripts/bootstrap installs Debian's chromium package with apt-get)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    unavailable("chromium is not installed (scripts/bootstrap installs Debian's chromium package with apt-get)")
+    raise AssertionError("unreachable")
 
 
 def read_png(data: bytes) -> tuple[int, int, list[bytes], int]:
@@ -169,6 +168,36 @@ def measure(tmp: Path, page: Path, size: tuple[int, int]) -> dict:
     return {**json.loads(unescape(found.group(1))), "wall_s": wall}
 
 
+BASELINE_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>baseline</title></head><body><p>baseline</p>
+<script>
+addEventListener("load", () => setTimeout(() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = JSON.stringify({load_ms: nav.loadEventStart, dom_ms: nav.domContentLoadedEventEnd});
+  document.body.appendChild(pre);
+}, 0));
+</script></body></html>"""
+
+
+def baseline(tmp: Path) -> dict:
+    """A one-paragraph page loaded as `measure` loads the report: what the browser itself costs here."""
+    plain = tmp / "baseline.html"
+    plain.write_text(BASELINE_PAGE)
+    started = time.perf_counter()
+    dom = browser.run(
+        tmp / "profile",
+        f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        plain.as_uri(),
+    ).stdout
+    wall = time.perf_counter() - started
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return {**json.loads(unescape(found.group(1))), "wall_s": wall}
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
@@ -180,6 +209,7 @@ def page(tmp_path_factory):
     report("--from-results", x86, arm, "--out", out, "--upgrades")  # two machines, compared with run 1
     html_path = out / "report.html"
     layouts = {name: measure(tmp, html_path, size) for name, size in (("desktop", DESKTOP), ("phone", PHONE))}
+    layouts["baseline"] = baseline(tmp)
     shots = {
         "desktop": browser.screenshot(html_path, tmp / "desktop.png", *DESKTOP, tmp),
         "phone": browser.screenshot(html_path, tmp / "phone.png", *PHONE, tmp),
@@ -215,11 +245,14 @@ def test_every_plot_and_series_is_laid_out_by_chromium(page):
     layout = layouts["desktop"]
     ids = re.findall(r'<svg class="plot" id="([^"]+)"', html)
     assert len(ids) == 2 * (2 * 4 + 2) and [p["id"] for p in layout["plots"]] == ids
+    titles = dict(re.findall(r'<svg class="plot" id="([^"]+)"[^>]*aria-label="([^"]+)"', html))
     for plot in layout["plots"]:
         area = plot["area"]
         small = plot["id"].startswith("pair-")
         assert plot["box"]["w"] > (300 if small else 600) and plot["box"]["h"] > 150, plot["id"]
-        assert len(plot["series"]) == (2 if small else 10) or plot["id"].startswith("pair-mem-"), plot["id"]
+        # burn/target panics at step 3, before the end of warm-up: its memory panel has torch's line only
+        panicked = plot["id"].startswith("pair-mem-") and titles[plot["id"]].endswith("vs burn/target")
+        assert len(plot["series"]) == (1 if panicked else 2 if small else 10), (plot["id"], titles[plot["id"]])
         for s in plot["series"]:
             where = f"{plot['id']} {s['label']}"
             assert s["parsed"] == s["expected"], where  # every point of the polyline parsed
@@ -245,8 +278,7 @@ def test_the_screenshot_shows_every_plot(page):
     assert width == DESKTOP[0] and height == layout["height"]
     for plot in layout["plots"]:
         assert plot["area"]["y"] + plot["area"]["h"] <= height
-        if not plot["series"]:
-            continue
+        assert plot["series"], plot["id"]
         inside = coloured_pixels(rows, bpp, plot["area"])
         assert inside > 300, (plot["id"], inside)  # coloured line pixels drawn in the plot area
     # and the page as a whole is not blank
@@ -275,11 +307,15 @@ def test_tables_sort_and_filter_in_the_browser(page):
 
 
 def test_the_page_renders_quickly(page):
+    """Against a one-paragraph page loaded the same way in the same run (ratios, not milliseconds:
+    the host is shared). Measured here: load 78-84 ms against 17-37 ms, wall about 1 s against 0.5 s."""
     _, layouts, _ = page
+    base = layouts["baseline"]
     for name in ("desktop", "phone"):
         layout = layouts[name]
-        # generous bounds (a shared 2-core host); what was measured is in the issue's note
-        assert layout["load_ms"] < 3000 and layout["wall_s"] < 30, (name, layout["load_ms"], layout["wall_s"])
+        seen = (name, layout["load_ms"], layout["wall_s"], base["load_ms"], base["wall_s"])
+        assert layout["load_ms"] < 40 * max(base["load_ms"], 5.0), seen
+        assert layout["wall_s"] < 5 * base["wall_s"], seen
 
 
 def test_the_command_takes_screenshots_at_both_widths(tmp_path):

@@ -49,7 +49,7 @@ def test_a_broken_fuzz_summary_is_said_not_fatal(tmp_path):
     fuzz = tmp_path / "fuzz.json"
     fuzz.write_text("{not json")
     code = report("--from-results", SAMPLE_2, "--out", tmp_path / "out", "--fuzz", fuzz)
-    assert code in (0, 1)
+    assert code == 0  # the same report as without --fuzz: a broken summary changes no exit code
     assert "could not be read" in (tmp_path / "out" / "report.md").read_text()
 
 

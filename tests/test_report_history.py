@@ -266,6 +266,6 @@ def test_three_report_processes_at_once_record_three_entries(tmp_path):
         for i, f in enumerate(files)
     ]
     errors = [p.communicate(timeout=120)[1] for p in procs]
-    assert all(p.returncode in (0, 1) for p in procs), errors
+    assert all(p.returncode == 0 for p in procs), errors  # the same runs: nothing changed, nothing fails
     entries = [p for p in (tmp_path / "history").iterdir() if p.name != MARKER]
     assert len(entries) == 3
