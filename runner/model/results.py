@@ -306,6 +306,11 @@ def from_data(model: type[M], data: Any) -> M:
     return model.model_validate_json(json.dumps(data))
 
 
+def pair_check(relation: str | None, prop: str) -> str:
+    """What a pair verdict checks, as its key says it: `pair same: tracked`."""
+    return f"pair {relation}: {prop}"
+
+
 class Verdict(Model):
     """One expectation checked: a run's (`relation` "expect") or a pair's
     (`relation` "same" or "differ", `b` set, `observed` {"a": ..., "b": ...})."""
@@ -338,7 +343,7 @@ class Verdict(Model):
     @builtins.property
     def check(self) -> str:
         """`slowdown_ratio`, or `pair same: tracked`."""
-        return self.property if self.b is None else f"pair {self.relation}: {self.property}"
+        return self.property if self.b is None else pair_check(self.relation, self.property)
 
     @builtins.property
     def key(self) -> tuple[str, str, str]:

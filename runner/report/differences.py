@@ -251,7 +251,7 @@ def pair_evidence(pair: Pair, role: str, machines: list[Machine]) -> PairEvidenc
     assert ra is not None and rb is not None
     facts: list[Fact] = []
     for prop, relation in pair.claims.items():
-        verdicts = [m.verdict((pair.case, pair.subject, f"pair {relation}: {prop}")) for m in ran]
+        verdicts = [m.verdict(pair.claim_key(prop, relation)) for m in ran]
         known = [v for v in verdicts if v is not None]
         holds = (sum(v.passed for v in known), len(known))
         first = next(iter(known), None)
@@ -282,9 +282,7 @@ def role_of(pair: Pair) -> str:
 
 
 def _claim_keys(pairs: list[Pair]) -> list[ClaimKey]:
-    return [
-        (p.case, p.subject, f"pair differ: {prop}") for p in pairs for prop, rel in p.claims.items() if rel == "differ"
-    ]
+    return [p.claim_key(prop) for p in pairs for prop, rel in p.claims.items() if rel == "differ"]
 
 
 def _programs(info: CaseInfo | None) -> dict[str, tuple[str, str, str]]:

@@ -6,13 +6,13 @@ never changes the exit code."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
 from ..inputs import read_json
+from .html_base import e, table
 
 DEFAULT = Path("reports") / "fuzz" / "fuzz.json"
 
@@ -99,19 +99,16 @@ def markdown(summary: FuzzSummary | None) -> list[str]:
         f"- new divergences: {counts_text(summary.new)}",
         f"- known differences met: {counts_text(summary.known)}",
         f"- filtered: {counts_text(summary.filtered)}",
-        f"- coverage: {summary.ops} operations"
-        + (f" (rare: {', '.join(summary.coverage_low)})" if summary.coverage_low else ", each at least 10 times")
-        + f"; operation pairs {summary.pairs_seen} of {summary.pairs_possible}",
+        f"- coverage: {coverage_text(summary)}",
     ]
     for f in summary.found:
         out.append(f"- written: `{f['signature']}`: `{f['case']}` (PyTorch `{f['torch']}`, Rust `{f['rust']}`)")
     return out
 
 
-def _e(text: Any) -> str:
-    from html import escape
-
-    return escape(str(text))
+def coverage_text(summary: FuzzSummary) -> str:
+    rare = f"; rare: {', '.join(summary.coverage_low)}" if summary.coverage_low else ", each at least 10 times"
+    return f"{summary.ops} operations{rare}; operation pairs {summary.pairs_seen} of {summary.pairs_possible}"
 
 
 def html(summary: FuzzSummary | None) -> str:
@@ -119,33 +116,31 @@ def html(summary: FuzzSummary | None) -> str:
         return ""
     head = '<section id="fuzzing"><h2>Fuzzing</h2>'
     if summary.error:
-        return head + f"<p>The fuzz summary could not be read: {_e(summary.error)}</p></section>"
+        return head + f"<p>The fuzz summary could not be read: {e(summary.error)}</p></section>"
     rows = [
         ("programs", f"{summary.programs} in {summary.seconds:g} s ({summary.rate:g}/s), seed {summary.seed}"),
         ("burn", summary.burn or "installed probe"),
         ("new divergences", counts_text(summary.new)),
         ("known differences met", counts_text(summary.known)),
         ("filtered", counts_text(summary.filtered)),
-        (
-            "coverage",
-            f"{summary.ops} operations"
-            + (f"; rare: {', '.join(summary.coverage_low)}" if summary.coverage_low else ", each at least 10 times")
-            + f"; operation pairs {summary.pairs_seen} of {summary.pairs_possible}",
-        ),
+        ("coverage", coverage_text(summary)),
     ]
-    table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
-    found = "".join(
-        f"<tr><td><code>{_e(f['signature'])}</code></td><td>{_e(f['class'])}</td><td><code>{_e(f['case'])}</code></td>"
-        f"<td><code>{_e(f['torch'])}</code></td><td><code>{_e(f['rust'])}</code></td></tr>"
+    facts = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows)
+    found = [
+        [
+            f"<code>{e(f[key])}</code>" if key != "class" else e(f[key])
+            for key in ("signature", "class", "case", "torch", "rust")
+        ]
         for f in summary.found
-    )
+    ]
     listing = (
-        "<h3>Divergences written by this run</h3><table><thead><tr><th>signature</th><th>class</th><th>case</th>"
-        f"<th>PyTorch reproducer</th><th>Rust reproducer</th></tr></thead><tbody>{found}</tbody></table>"
+        "<h3>Divergences written by this run</h3>"
+        + table(["signature", "class", "case", "PyTorch reproducer", "Rust reproducer"], found, "found")
         if summary.found
         else "<p>No new divergence: every divergence met was filtered or is a documented difference.</p>"
     )
-    return f'{head}<p class="note">From <code>{_e(summary.source)}</code>.</p><table>{table}</table>{listing}</section>'
+    note = f'<p class="note">From <code>{e(summary.source)}</code>.</p>'
+    return f'{head}{note}<div class="scroll"><table>{facts}</table></div>{listing}</section>'
 
 
-__all__ = ["DEFAULT", "FuzzSummary", "html", "json", "markdown", "read"]
+__all__ = ["DEFAULT", "FuzzSummary", "coverage_text", "html", "markdown", "read"]

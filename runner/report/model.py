@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..compare import RULE
 from ..fmt import fmt, outcome_text
 from ..model.case import RunRef
-from ..model.results import Provenance, RunRecord, Verdict
+from ..model.results import Provenance, RunRecord, Verdict, pair_check
 from .changes import Change
 from .fuzzing import FuzzSummary
 from .history import Entry
@@ -57,6 +57,10 @@ class Pair:
     @property
     def subject(self) -> str:
         return f"{self.a} ~ {self.b}"
+
+    def claim_key(self, prop: str, relation: str | None = None) -> tuple[str, str, str]:
+        """The key of the verdict on `prop` (`Verdict.key`), for the claim's relation or `relation`."""
+        return self.case, self.subject, pair_check(relation or self.claims.get(prop), prop)
 
 
 @dataclass
@@ -142,7 +146,7 @@ class Report:
         return list(found.values())
 
     def claim_verdict(self, machine: Machine, pair: Pair, prop: str) -> bool | None:
-        verdict = machine.verdict((pair.case, pair.subject, f"pair {pair.claims.get(prop)}: {prop}"))
+        verdict = machine.verdict(pair.claim_key(prop))
         return None if verdict is None else verdict.passed
 
 
