@@ -24,16 +24,26 @@ def positive_int(text: str) -> int:
     return value
 
 
-def timeout_seconds(text: str) -> float:
+# A fuzz campaign longer than a week is a mistake, not a plan.
+MAX_BUDGET_S = 7 * 86_400.0
+
+
+def _seconds(text: str, limit: float) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text[:40]!r}") from None
-    if not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT_S:
-        raise argparse.ArgumentTypeError(
-            f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {text[:40]}"
-        )
+    if not math.isfinite(value) or not 0 < value <= limit:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most {limit:g}, got {text[:40]}")
     return value
+
+
+def timeout_seconds(text: str) -> float:
+    return _seconds(text, MAX_TIMEOUT_S)
+
+
+def budget_seconds(text: str) -> float:
+    return _seconds(text, MAX_BUDGET_S)
 
 
 def path(text: str) -> Path:

@@ -45,8 +45,13 @@ class Silent:
 
 def preflight(cases: list[Case], env: dict[str, str] | None = None) -> None:
     """Every framework the selected runs need must be importable (exit 3 if not)."""
+    available({(c.kind, r.framework) for c in cases for r in c.runs}, env)
+
+
+def available(needed: set[tuple[str, str]], env: dict[str, str] | None = None) -> None:
+    """Each (kind, framework) adapter's requirement can be imported, or its override file exists
+    (exit 3 if not)."""
     env = env or {}
-    needed = {(c.kind, r.framework) for c in cases for r in c.runs}
     for kind, framework in sorted(needed):
         adapter = adapter_for(kind, framework)
         override = env.get(adapter.override_env) if adapter.override_env else None

@@ -394,3 +394,18 @@ def test_gradcheck_reports_a_framework_only_when_the_other_is_much_closer_to_flo
     assert [d.label for d in found] == ["burn p"]
     exact, _ = gradcheck(program, reference, runs([2.0, 2.0], [2.0, 2.05]), run64)
     assert [d.label for d in exact] == ["burn p"]
+
+
+def test_fuzz_without_a_framework_exits_3_before_any_program(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from runner import cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "runner._probe" else real(name, *a)
+    )
+    code = cli.main(["fuzz", "--budget", "5", "--out", str(tmp_path / "out"), "--found", str(tmp_path / "found")])
+    assert code == 3
+    assert "runner._probe cannot be imported" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "found").exists()

@@ -17,5 +17,7 @@ def versions() -> dict[str, str]:
 
 def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     torch.set_num_threads(1)
-    result = torch_interp.run(params["program"], progress=lambda c: progress(checkpoint(c)))
+    # float64: the fuzzer's reference run (`params["dtype"]`); cases run in float32
+    dtype = torch.float64 if params.get("dtype") == "float64" else torch.float32
+    result = torch_interp.run(params["program"], progress=lambda c: progress(checkpoint(c)), dtype=dtype)
     return to_record(result)

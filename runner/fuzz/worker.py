@@ -10,6 +10,7 @@ the program it was running and starts a fresh worker.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -17,26 +18,18 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..frameworks import adapter_for
+
 
 def _runner(framework: str) -> Callable[[dict[str, Any], str], dict[str, Any]]:
-    if framework == "torch":
-        import torch
+    """The framework's program adapter (as `check` runs program cases), one program at a time."""
+    adapter = importlib.import_module(adapter_for("program", framework).module)
 
-        from ..program import torch_interp
-
-        torch.set_num_threads(1)
-
-        def run_torch(program: dict[str, Any], dtype: str) -> dict[str, Any]:
-            return torch_interp.run(program, dtype=torch.float64 if dtype == "float64" else torch.float32)
-
-        return run_torch
-    from ..adapters.burn_p10 import _probe
-
-    def run_burn(program: dict[str, Any], dtype: str) -> dict[str, Any]:
-        result: dict[str, Any] = _probe.run_program(json.dumps(program))
+    def run(program: dict[str, Any], dtype: str) -> dict[str, Any]:
+        result: dict[str, Any] = adapter.run("generated", {"program": program, "dtype": dtype}, lambda c: None)
         return result
 
-    return run_burn
+    return run
 
 
 def main(argv: list[str]) -> int:
