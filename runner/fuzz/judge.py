@@ -140,6 +140,8 @@ def _amplified(ta: dict[str, Observation], ba: dict[str, Observation], label: st
 
 
 GROWS, FLAT = 3.0, 1.5
+# The windows of a generated loop's step times (a found case's [windows] says the same).
+GROWTH_WARMUP, GROWTH_WINDOW = 20, 50
 
 
 def growth(torch_run: RawRun, burn_run: RawRun) -> Divergence | None:
@@ -148,9 +150,10 @@ def growth(torch_run: RawRun, burn_run: RawRun) -> Divergence | None:
 
     def ratio(run: RawRun) -> float | None:
         ms = run.step_ms
-        if run.outcome != "ok" or len(ms) < 120:
+        if run.outcome != "ok" or len(ms) < GROWTH_WARMUP + 2 * GROWTH_WINDOW:
             return None
-        ref, last = sorted(ms[20:70]), sorted(ms[-50:])
+        ref = sorted(ms[GROWTH_WARMUP : GROWTH_WARMUP + GROWTH_WINDOW])
+        last = sorted(ms[-GROWTH_WINDOW:])
         mid_ref, mid_last = ref[len(ref) // 2], last[len(last) // 2]
         return mid_last / mid_ref if mid_ref > 0 else None
 

@@ -97,13 +97,7 @@ def _step_consumes(d: Divergence, program: Program) -> bool:
 
 def _clone_of_param(d: Divergence, program: Program) -> bool:
     """The label's tensor is a param through clones only (and in-place require_grad)."""
-    if d.cls != "grads":
-        return False
-    aliases = set(_params(program))
-    for s in _stmts(program):
-        if s["op"] == "clone" and s["args"][0] in aliases and s.get("out"):
-            aliases.add(s["out"])
-    return _label_tensor(program, d.label) in aliases
+    return d.cls == "grads" and _label_tensor(program, d.label) in _param_aliases(program)
 
 
 def _graph_kept_grows(d: Divergence, program: Program) -> bool:

@@ -19,6 +19,7 @@ from ..program import render_rust, render_torch, syntax
 from ..program.ir import ParsedProgram
 from .campaign import Found
 from .generate import LOOP_ITERATIONS
+from .judge import GROWS, GROWTH_WARMUP, GROWTH_WINDOW
 
 
 def slug(found: Found) -> str:
@@ -78,12 +79,12 @@ def case_text(found: Found, name: str, runs: dict[str, Any], seed: int) -> str:
         lines += [
             "",
             "[windows]",
-            "warmup = 20",
-            "reference = 50",
-            f"last = {min(50, LOOP_ITERATIONS - 70)}",
+            f"warmup = {GROWTH_WARMUP}",
+            f"reference = {GROWTH_WINDOW}",
+            f"last = {min(GROWTH_WINDOW, LOOP_ITERATIONS - GROWTH_WARMUP - GROWTH_WINDOW)}",
             "",
             "[thresholds]",
-            "grows_ratio = 3.0",
+            f"grows_ratio = {GROWS}",
         ]
     for fw in ("torch", "burn"):
         lines += [
