@@ -87,6 +87,12 @@ def repeated(metrics: Metrics, name: str, spec: str = ".3g") -> str:
     return f"{format(value, spec)} ({format(spread.min, spec)}-{format(spread.max, spec)})"
 
 
+def slope_text(metrics: Metrics) -> str:
+    """The Theil-Sen slope of step time with its 95% interval: `0.004 (0.003..0.005)`."""
+    slope = metrics.slope_ms_per_1000
+    return "-" if slope is None else f"{slope.value:.3f} ({slope.ci95[0]:.3f}..{slope.ci95[1]:.3f})"
+
+
 def gflops_text(metrics: Metrics, peak: float | None = None) -> str:
     """Achieved GFLOP/s of one step, and its share of the core's peak: `89.3 (54%)`."""
     if metrics.gflops is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short
+from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short, slope_text
 from .model.results import ResultsDocument
 
 
@@ -64,8 +64,6 @@ def summary(doc: ResultsDocument) -> str:
     peak = doc.provenance.peak_gflops
     for r in doc.runs:
         m = r.metrics
-        slope = m.slope_ms_per_1000
-        slope_text = "-" if slope is None else f"{slope.value:.3f} ({slope.ci95[0]:.3f}..{slope.ci95[1]:.3f})"
         rows.append(
             [
                 r.case,
@@ -76,7 +74,7 @@ def summary(doc: ResultsDocument) -> str:
                 repeated(m, "last_median_ms", ".3f"),
                 repeated(m, "slowdown_ratio", ".2f"),
                 gflops_text(m, peak),
-                slope_text,
+                slope_text(m),
                 fmt(m.rss_growth_mib_per_1000, ".2f"),
                 flag(m.tracked),
             ]

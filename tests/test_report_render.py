@@ -8,7 +8,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from report_fixtures import SAMPLE_1, SAMPLE_2, load, report
+from report_fixtures import SAMPLE_1, SAMPLE_2, load, report, save
 
 from runner.report import html_details, svg
 from runner.report.machines import fingerprint
@@ -301,3 +301,18 @@ def test_a_long_sparkline_stays_light():
     assert long.count("<title>") == 1 + 2  # the span, the version change and this run's entry
     assert long.count('class="version"') == 1 and 'class="marker" d="M' in long  # the run that stopped: a cross
     assert 'data-points="119"' in long and len(long) < 2500
+
+
+def test_the_html_runs_table_shows_gflops_and_the_range_over_repeats(tmp_path):
+    """As the terminal and report.md do: GFLOP/s with its share of the core's peak, and a timing
+    measured with --repeat as its median with the range of the repeats."""
+    doc = load(SAMPLE_2)
+    doc["provenance"]["peak_gflops"] = 166.0
+    run = next(r for r in doc["runs"] if (r["framework"], r["mode"]) == ("burn", "without"))
+    run["metrics"].update(gflops=93.0, repeats=3, reference_median_ms=0.738)
+    run["metrics"]["spread"] = {"reference_median_ms": {"min": 0.731, "max": 0.752, "n": 3}}
+    assert report("--from-results", save(tmp_path / "r.json", doc), "--out", tmp_path / "out") == 0
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "GFLOP/s (of peak)" in html
+    assert ">93 (56%)</td>" in html
+    assert ">0.738 (0.731-0.752)</td>" in html

@@ -6,7 +6,7 @@ observations; the pair tables and checkpoints behind disclosures."""
 
 from __future__ import annotations
 
-from ..fmt import fmt, outcome_text
+from ..fmt import fmt, gflops_text, outcome_text, repeated, slope_text
 from ..model.results import CaseInfo, RunRecord
 from . import svg
 from .differences import slug, summarize
@@ -179,6 +179,7 @@ def runs_table(report: Report, case: str) -> str:
             "ref median ms",
             "last median ms",
             "slowdown ratio",
+            "GFLOP/s (of peak)",
             "slope ms/1000 steps (95% CI)",
             "RSS MiB/1000 steps",
             "tracked",
@@ -190,17 +191,17 @@ def runs_table(report: Report, case: str) -> str:
         for m in report.machines:
             run = m.run(key)
             if run is None:
-                row += ["not run"] + ["-"] * 7
+                row += ["not run"] + ["-"] * 8
                 continue
             mt = run.metrics
             slope = mt.slope_ms_per_1000
-            slope_text = "-" if not slope else f"{slope.value:.3f} ({slope.ci95[0]:.3f}..{slope.ci95[1]:.3f})"
             row += [
                 e(outcome_text(run)),
-                num(fmt(mt.reference_median_ms, ".3f")),
-                num(fmt(mt.last_median_ms, ".3f")),
-                num(fmt(mt.slowdown_ratio, ".2f")),
-                num(slope_text, slope.value if slope else None),
+                num(repeated(mt, "reference_median_ms", ".3f"), mt.reference_median_ms),
+                num(repeated(mt, "last_median_ms", ".3f"), mt.last_median_ms),
+                num(repeated(mt, "slowdown_ratio", ".2f"), mt.slowdown_ratio),
+                num(gflops_text(mt, m.doc.provenance.peak_gflops), mt.gflops),
+                num(slope_text(mt), slope.value if slope else None),
                 num(fmt(mt.rss_growth_mib_per_1000, ".2f")),
                 e(fmt(mt.tracked)),
                 num(fmt(run.wall_s, ".1f")),
