@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import procinfo
+
 FMA_PIPES = 2
 
 
@@ -74,39 +76,20 @@ class Peak:
         return f"{self.mhz:.0f} MHz x {self.lanes} float32 lanes ({self.isa}) x {fma} x {self.pipes} pipes"
 
 
-def _cpuinfo_fields(text: str) -> tuple[set[str], float | None]:
-    flags: set[str] = set()
-    mhz: float | None = None
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key in ("flags", "features") and not flags:
-            flags = set(value.split())
-        elif key == "cpu mhz" and mhz is None:
-            try:
-                mhz = float(value)
-            except ValueError:
-                pass
-    return flags, mhz
-
-
-def _max_mhz(root: Path) -> float | None:
-    try:
-        return int((root / "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text().strip()) / 1000
-    except (OSError, ValueError):
-        return None
-
-
 def cpu_peak(root: Path = Path("/")) -> Peak | None:
     """The nominal float32 peak of one core (module docstring), from
     /proc/cpuinfo's flags and the core's highest frequency (cpufreq's
     `cpuinfo_max_freq` where the kernel exposes it, else `cpu MHz`)."""
-    try:
-        text = (root / "proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    flags, mhz = _cpuinfo_fields(text)
-    mhz = _max_mhz(root) or mhz
+    flag_lines = procinfo.cpuinfo("flags", root) or procinfo.cpuinfo("features", root)
+    flags = set(flag_lines[0].split()) if flag_lines else set()
+    mhz = next(iter(procinfo.cpufreq_mhz("cpuinfo_max_freq", root, cpus="cpu0")), None)
+    if mhz is None:
+        for value in procinfo.cpuinfo("cpu mhz", root):
+            try:
+                mhz = float(value)
+                break
+            except ValueError:
+                continue
     if not mhz or not flags:
         return None
     if "avx512f" in flags:

@@ -41,6 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import procinfo
+
 # One thread everywhere, as in the seed's measurement.
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
 # A fixed mmap threshold (which also stops glibc adapting it) and a trim
@@ -130,28 +132,15 @@ def load_average() -> float | None:
         return None
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except OSError:
-        return None
-
-
 def cpu_mhz(root: Path = Path("/")) -> float | None:
     """The CPUs' mean current frequency in MHz: cpufreq's `scaling_cur_freq`
     where the kernel exposes it, else `cpu MHz` of /proc/cpuinfo (on many VMs
     the nominal frequency, fixed)."""
-    freqs: list[float] = []
-    for path in sorted((root / "sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
-        text = _read(path)
-        if text and text.strip().isdigit():
-            freqs.append(int(text.strip()) / 1000)
+    freqs = procinfo.cpufreq_mhz("scaling_cur_freq", root)
     if not freqs:
-        for line in (_read(root / "proc/cpuinfo") or "").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "cpu MHz":
-                try:
-                    freqs.append(float(value))
-                except ValueError:
-                    continue
+        for value in procinfo.cpuinfo("cpu mhz", root):
+            try:
+                freqs.append(float(value))
+            except ValueError:
+                continue
     return round(sum(freqs) / len(freqs), 1) if freqs else None

@@ -368,7 +368,7 @@ class Provenance(Model):
     """Where and when the runs ran. The machine's state is part of it: the
     1-minute load average at the start and at the end, the mean CPU frequency
     where readable, the noise controls and repeats of the timed runs, and the
-    nominal float32 peak of one core (`runner.procinfo.cpu_peak`)."""
+    nominal float32 peak of one core (`runner.cost.cpu_peak`)."""
 
     burn: str | None = None
     probe_profile: str | None = None
