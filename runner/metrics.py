@@ -119,22 +119,16 @@ def compute(record: RawRun, case: Case) -> Metrics:
     )
 
 
-# The timing metrics a repeated run reports as the median over its repeats.
-REPEATED = ("reference_median_ms", "last_median_ms", "slowdown_ratio", "rss_growth_mib_per_1000", "gflops")
+# What a repeat records of the run itself rather than of its metrics.
+_OF_THE_RUN = ("outcome", "wall_s", "conditions")
+# The timing metrics a repeated run reports as the median over its repeats: every metric a
+# `Repeat` keeps (one list, the model's).
+REPEATED = tuple(name for name in Repeat.model_fields if name not in (*_OF_THE_RUN, "steps_completed"))
 
 
 def _repeat(record: RawRun, metrics: Metrics) -> Repeat:
-    return Repeat(
-        outcome=record.outcome,
-        steps_completed=metrics.steps_completed,
-        reference_median_ms=metrics.reference_median_ms,
-        last_median_ms=metrics.last_median_ms,
-        slowdown_ratio=metrics.slowdown_ratio,
-        rss_growth_mib_per_1000=metrics.rss_growth_mib_per_1000,
-        gflops=metrics.gflops,
-        wall_s=record.wall_s,
-        conditions=record.conditions,
-    )
+    of_metrics = metrics.model_dump(include={*REPEATED, "steps_completed"})
+    return Repeat(**of_metrics, **{name: getattr(record, name) for name in _OF_THE_RUN})
 
 
 def measured(record: RawRun, case: Case, repeats: list[RawRun] | None = None) -> RunRecord:
