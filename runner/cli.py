@@ -91,7 +91,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         keep_partial(stop, "check", args.json)
         raise
     if args.json:
-        outputs.write_or_keep([(args.json, dump(doc))], "--json", keep_as=[("check", dump(doc))])
+        text = dump(doc)
+        outputs.write_or_keep([(args.json, text)], "--json", keep_as=[("check", text)])
     print(summary(doc))
     if args.json:
         print(f"results written to {args.json}")

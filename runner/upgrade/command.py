@@ -152,13 +152,15 @@ def run(args: argparse.Namespace) -> int:
         counts=dict(Counter(c.klass for c in classes)),
         runs=classes,
     )
-    files = [(out / f"results-{side}.json", dump(doc)) for side, doc in side_docs.items() if doc is not None]
-    files += [(out / "upgrade.json", report.dump_json()), (out / "upgrade.md", render_markdown(report))]
+    results = {side: dump(doc) for side, doc in side_docs.items() if doc is not None}
+    upgrade_json = report.dump_json()
+    files = [(out / f"results-{side}.json", text) for side, text in results.items()]
+    files += [(out / "upgrade.json", upgrade_json), (out / "upgrade.md", render_markdown(report))]
     outputs.write_or_keep(
         files,
         "--out",
-        keep_as=[("upgrade-check", report.dump_json())]
-        + [(f"upgrade-check-results-{side}", dump(doc)) for side, doc in side_docs.items() if doc is not None],
+        keep_as=[("upgrade-check", upgrade_json)]
+        + [(f"upgrade-check-results-{side}", text) for side, text in results.items()],
     )
     print(render_table(report))
     print(f"written: {out / 'upgrade.json'}, {out / 'upgrade.md'}")
