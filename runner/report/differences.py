@@ -133,9 +133,7 @@ class Difference:
             for f in ev.facts
             if f.claim is not None and f.verdict is not None
         ]
-        if not known:
-            return None
-        return "seen" if all(known) else "partly" if any(known) else "not seen"
+        return seen_state(known)
 
 
 def slug(text: str) -> str:
@@ -351,13 +349,15 @@ def case_differences(case: str, info: CaseInfo | None, pairs: list[Pair], machin
     return out
 
 
-def _status(claims: dict[ClaimKey, bool], keys: list[ClaimKey]) -> str | None:
-    known = [claims[k] for k in keys if k in claims]
+def seen_state(known: list[bool]) -> str | None:
+    """Whether the difference's claims held: seen (all), partly, not seen (none); None: not checked."""
     if not known:
         return None
-    if all(known):
-        return "seen"
-    return "not seen" if not any(known) else "partly"
+    return "seen" if all(known) else "partly" if any(known) else "not seen"
+
+
+def _status(claims: dict[ClaimKey, bool], keys: list[ClaimKey]) -> str | None:
+    return seen_state([claims[k] for k in keys if k in claims])
 
 
 def _version_key(text: str) -> tuple[int, Any]:

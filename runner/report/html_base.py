@@ -92,6 +92,15 @@ def holds_text(holds: tuple[int, int]) -> str:
     return f"holds on {passed} of {checked} machines"
 
 
+def code_pair(source: str, torch_code: str | None, burn_code: str | None) -> str:
+    """A program as PyTorch and as burn code, side by side (its source where a rendering is missing)."""
+    return (
+        '<div class="code2">'
+        f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(torch_code or source)}</code></pre></figure>"
+        f"<figure><figcaption>burn</figcaption><pre><code>{e(burn_code or source)}</code></pre></figure></div>"
+    )
+
+
 def table(header: list[str], rows: list[list[str]], cls: str = "", name: str = "") -> str:
     """Cells are HTML already (escape before). `sortable` and `filterable` in
     `cls` ask the script for sorting and a filter box; the table is wrapped

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..fmt import fmt, observed_text
 from .differences import ROLE_DIFFERENCE, ROLE_FIX, Difference, Fact, PairEvidence, slug
-from .html_base import e, holds_text, prose, verdict
+from .html_base import code_pair, e, holds_text, prose, verdict
 from .model import Report
 
 ROLE_TEXT = {
@@ -90,11 +90,7 @@ def _programs(diff: Difference) -> str:
         return ""
     blocks = []
     for name, (source, torch_code, burn_code) in diff.programs.items():
-        blocks.append(
-            f'<p class="note">variant <code>{e(name)}</code></p><div class="code2">'
-            f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(torch_code or source)}</code></pre></figure>"
-            f"<figure><figcaption>burn</figcaption><pre><code>{e(burn_code or source)}</code></pre></figure></div>"
-        )
+        blocks.append(f'<p class="note">variant <code>{e(name)}</code></p>' + code_pair(source, torch_code, burn_code))
     return f"<details><summary>The program, as PyTorch and as burn code</summary>{''.join(blocks)}</details>"
 
 

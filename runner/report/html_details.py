@@ -10,7 +10,7 @@ from ..fmt import fmt, gflops_text, outcome_text, repeated, slope_text
 from ..model.results import CaseInfo, RunRecord
 from . import svg
 from .differences import slug, summarize
-from .html_base import e, mode_style, num, pair_styles, prose, table, verdict
+from .html_base import code_pair, e, mode_style, num, pair_styles, prose, table, verdict
 from .machines import Machine
 from .model import PAIR_ROWS, Pair, Report, claim_text, run_cell, side_key
 
@@ -266,11 +266,7 @@ def _programs(info: CaseInfo) -> str:
         return ""
     blocks = []
     for name, p in info.programs.items():
-        blocks.append(
-            f'<h4>Variant <code>{e(name)}</code></h4><div class="code2">'
-            f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(p.torch_code or p.source)}</code></pre></figure>"
-            f"<figure><figcaption>burn</figcaption><pre><code>{e(p.burn_code or p.source)}</code></pre></figure></div>"
-        )
+        blocks.append(f"<h4>Variant <code>{e(name)}</code></h4>" + code_pair(p.source, p.torch_code, p.burn_code))
     return "<h3>Programs</h3>" + "".join(blocks)
 
 
