@@ -78,6 +78,11 @@ class Stats:
         return self.programs / self.seconds if self.seconds else 0.0
 
 
+def program_ir(parsed: ParsedProgram) -> dict[str, Any]:
+    """The IR a generated program runs as: its data made from seed 0 (deterministic for a program)."""
+    return program_data.materialize(parsed, seed=0).model_dump(mode="json")
+
+
 def signature(d: Divergence, program: ParsedProgram) -> str:
     """Class and operation sequence (observations and optimizer set-up left out)."""
     ops = [op for op in ops_of(program) if op not in ("observe", "sgd", "adam")]
@@ -104,11 +109,12 @@ class Campaign:
 
     def evaluate(self, parsed: ParsedProgram, count: bool = True) -> list[Divergence]:
         """Run one program both ways; its divergences, each marked known or not."""
-        program = program_data.materialize(parsed, seed=0).model_dump(mode="json")
+        program = program_ir(parsed)
         runs = self.pool.run_pair(program)
-        reference = self.pool.run_pair(program, ("torch",), "float64")["torch"]
+        reference_result = self.pool.run_pair(program, ("torch",), "float64")["torch"]
+        reference = record_of(reference_result, "torch")
         torch_run, burn_run = record_of(runs["torch"], "torch"), record_of(runs["burn"], "burn")
-        verdict = compare(torch_run, burn_run, record_of(reference, "torch"))
+        verdict = compare(torch_run, burn_run, reference)
         divergences = verdict.divergences
         grew = growth(torch_run, burn_run)
         if grew is not None:
@@ -117,10 +123,10 @@ class Campaign:
             if grew is not None:
                 divergences = [*divergences, grew]
         checked = "skipped: failed"
-        if torch_run.outcome == burn_run.outcome == "ok" and reference.get("outcome") == "ok":
+        if torch_run.outcome == burn_run.outcome == reference.outcome == "ok":
             extra, skipped = gradcheck(
                 program,
-                record_of(reference, "torch"),
+                reference,
                 {"torch": torch_run, "burn": burn_run},
                 lambda p: self.pool.run_pair(p, ("torch",), "float64")["torch"],
             )

@@ -25,7 +25,7 @@ from ..frameworks import adapter_for
 from ..paths import CASES_DIR
 from ..results import now, provenance
 from ..signals import say
-from .campaign import Campaign, Found, Stats
+from .campaign import Campaign, Found, Stats, program_ir
 from .judge import record_of
 from .known import REGISTRY
 from .pool import WorkerPool
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     with WorkerPool(timeout_s=args.timeout, env=env) as pool:
 
         def on_found(found: Found) -> None:
-            runs = pool.run_pair(_program(found))
+            runs = pool.run_pair(program_ir(found.program))
             said = {fw: _said(record_of(runs[fw], fw)) for fw in ("torch", "burn")}
             paths = write(found, args.found, args.seed, said)
             written.append(
@@ -169,12 +169,6 @@ def run(args: argparse.Namespace) -> int:
     print(render(doc))
     print(f"written: {args.out / 'fuzz.json'}")
     return 1 if written else 0
-
-
-def _program(found: Found) -> dict[str, Any]:
-    from ..program import data
-
-    return data.materialize(found.program, seed=0).model_dump(mode="json")
 
 
 def _said(run: Any) -> dict[str, Any]:
