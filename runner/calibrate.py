@@ -41,7 +41,7 @@ import json
 import math
 import statistics
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,9 +304,7 @@ def _sets(samples: list[Sample], controls: str, k: int) -> dict[tuple[int, str, 
 def rule_rows(samples: list[Sample], floors: dict[int, float] | None = None) -> list[list[str]]:
     """Rows of the calibration table: rule, controls, k, A/A alarms, detections per factor, load."""
     factors = sorted({s.factor for s in samples if s.experiment == "rule" and s.factor != 1.0})
-    sessions = sorted({s.session for s in samples if s.experiment == "rule"})
-    runs = sorted({s.run for s in samples if s.experiment == "rule"})
-    k_max = max((s.repeat for s in samples if s.experiment == "rule" and s.controls == str(DEFAULT)), default=0)
+    sessions, runs, k_max = _axes(samples)
     header = ["rule", "controls", "K", "floor", "A/A alarms"] + [f"x{f:g} caught" for f in factors] + ["load"]
     rows = [header]
     plans: list[tuple[str, str, int, float | None]] = [("old", str(NONE), 1, None), ("old", str(DEFAULT), 1, None)]
@@ -333,24 +331,38 @@ def rule_rows(samples: list[Sample], floors: dict[int, float] | None = None) -> 
 MARGIN = 1.03
 
 
+def _axes(samples: list[Sample]) -> tuple[list[int], list[str], int]:
+    """The rule experiment's sessions, runs and largest number of repeats."""
+    rule = [s for s in samples if s.experiment == "rule"]
+    sessions = sorted({s.session for s in rule})
+    runs = sorted({s.run for s in rule})
+    k_max = max((s.repeat for s in rule if s.controls == str(DEFAULT)), default=0)
+    return sessions, runs, k_max
+
+
+def _aa_pairs(
+    samples: list[Sample], sessions: list[int], runs: list[str], k: int
+) -> Iterator[tuple[list[Sample], list[Sample]]]:
+    """Every pair of sessions (not only neighbours), per run: the first k unslowed repeats of each."""
+    sets = _sets(samples, str(DEFAULT), k)
+    for i, a in enumerate(sessions):
+        for b in sessions[i + 1 :]:
+            for run in runs:
+                yield sets.get((a, run, 1.0), []), sets.get((b, run, 1.0), [])
+
+
 def suggested_floors(samples: list[Sample]) -> dict[int, tuple[float, float]]:
     """k -> (the largest A/A factor that passed the rule's test, the floor above it:
     that factor with a 3 % margin, rounded up to 0.05, and no lower than the
     floor of a larger k)."""
-    sessions = sorted({s.session for s in samples if s.experiment == "rule"})
-    runs = sorted({s.run for s in samples if s.experiment == "rule"})
-    k_max = max((s.repeat for s in samples if s.experiment == "rule" and s.controls == str(DEFAULT)), default=0)
+    sessions, runs, k_max = _axes(samples)
     out: dict[int, tuple[float, float]] = {}
     for k in range(1, k_max + 1):
-        sets = _sets(samples, str(DEFAULT), k)
         worst = 1.0
         # every pair of sessions, not only neighbours: more A/A comparisons for the floor
-        for i, a in enumerate(sessions):
-            for b in sessions[i + 1 :]:
-                for run in runs:
-                    sa, sb = sets.get((a, run, 1.0), []), sets.get((b, run, 1.0), [])
-                    if sa and sb and all(s.reference_median_ms is not None for s in sa + sb):
-                        worst = max(worst, _aa_factor(sa, sb, k))
+        for sa, sb in _aa_pairs(samples, sessions, runs, k):
+            if sa and sb and all(s.reference_median_ms is not None for s in sa + sb):
+                worst = max(worst, _aa_factor(sa, sb, k))
         out[k] = (worst, math.ceil(round(worst * MARGIN * 20, 6)) / 20)
     # more repeats never need a higher floor than fewer
     for k in sorted(out)[::-1][1:]:
@@ -410,20 +422,14 @@ def all_pairs_rows(samples: list[Sample]) -> list[list[str]]:
     """A/A over every pair of sessions (not only neighbours) at the rule's own
     floors (`runner.compare.FLOOR`): with samples from several files, this is
     the out-of-sample check of floors calibrated on one of them."""
-    sessions = sorted({s.session for s in samples if s.experiment == "rule"})
-    runs = sorted({s.run for s in samples if s.experiment == "rule"})
-    k_max = max((s.repeat for s in samples if s.experiment == "rule" and s.controls == str(DEFAULT)), default=0)
+    sessions, runs, k_max = _axes(samples)
     rows = [["K", "floor", "A/A alarms (all pairs)", "largest A/A factor"]]
     for k in range(1, k_max + 1):
-        sets = _sets(samples, str(DEFAULT), k)
         tally, worst = Tally(), 1.0
-        for i, a in enumerate(sessions):
-            for b in sessions[i + 1 :]:
-                for run in runs:
-                    sa, sb = sets.get((a, run, 1.0), []), sets.get((b, run, 1.0), [])
-                    if len(sa) == len(sb) == k:
-                        tally.add(judge(sa, sb, "new"))
-                        worst = max(worst, _aa_factor(sa, sb, k))
+        for sa, sb in _aa_pairs(samples, sessions, runs, k):
+            if len(sa) == len(sb) == k:
+                tally.add(judge(sa, sb, "new"))
+                worst = max(worst, _aa_factor(sa, sb, k))
         rows.append([str(k), f"{compare.floor_for(k):g}", str(tally), f"{worst:.3f}"])
     return rows
 
