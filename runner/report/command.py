@@ -194,13 +194,12 @@ def run(args: argparse.Namespace) -> int:
     files = [(out / "results.json", results), (out / "report.md", summary), (out / "report.html", page)]
     keep_as = None if args.from_results else [("report", results)]
 
-    recorded, partial = [], []
+    recorded = []
     try:
         with history.locked():
             entries = []
             for machine in report.machines:
                 if machine.doc.partial:
-                    partial.append(machine)
                     continue
                 where, text = history.planned(machine)
                 recorded.append(where)
@@ -216,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {out / name}")
     for entry in recorded:
         print(f"history: {entry}")
-    for machine in partial:
+    for machine in report.partial:
         print(f"history: not recorded: the results of {machine.label} are partial ({machine.doc.partial_reason})")
     if args.screenshots:
         for shot in browser.screenshots(out / "report.html", out / browser.SHOTS):
