@@ -13,6 +13,7 @@ RUNNER = Path(__file__).resolve().parent.parent / "runner"
 # Lower numbers are lower in the flow; a module may import its own layer and below.
 LAYERS = {
     0: [
+        "contract",
         "errors",
         "paths",
         "versions",

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from runner.model.results import InterpreterResult, from_data
 from runner.program.data import materialize
-from runner.program.ir import Program, RunOutcome, Settings, Stmt, same_values
+from runner.program.ir import Program, Settings, Stmt, same_values
 from runner.program.syntax import parse
 
 SOURCE = """\
@@ -175,7 +176,7 @@ RESULT: dict[str, Any] = {
 
 
 def test_run_outcome_model():
-    result = RunOutcome.model_validate(RESULT)
+    result = from_data(InterpreterResult, RESULT)
     assert result.failure is not None and result.failure.location is None
     assert same_values(result.observations[0].values, [math.nan, math.inf])
     for edit, fragment in [
@@ -186,7 +187,7 @@ def test_run_outcome_model():
         data = copy.deepcopy(RESULT)
         edit(data)
         with pytest.raises(ValidationError, match=fragment):
-            RunOutcome.model_validate(data)
+            from_data(InterpreterResult, data)
 
 
 def test_same_values():

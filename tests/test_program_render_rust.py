@@ -380,9 +380,16 @@ def test_an_operation_burn_lacks_is_refused_by_name(source, refused):
     assert sketch(p) is None
 
 
-def test_the_refused_operations_are_the_probes_unsupported_ones():
-    unsupported = {op for op, status in _probe.PROGRAM_OPS.items() if status == "unsupported"}
-    assert set(render_rust.UNSUPPORTED) == unsupported
+def test_every_operation_the_probe_lacks_is_refused_by_the_renderer():
+    lacked = {op for op, status in _probe.PROGRAM_OPS.items() if status == "unsupported"}
+    sources = {
+        "no_grad": "a = param(2)\nwith no_grad():\n    b = a * 2.0\n",
+        "retain_grad": "a = param(2)\nb = a * 2.0\nretain_grad(b)\n",
+    }
+    assert lacked == set(sources)
+    for op, source in sources.items():
+        with pytest.raises(ValueError, match=f"has no `{op}`"):
+            render(program(source))
 
 
 def test_the_sketch_is_the_code_without_data_or_printing():

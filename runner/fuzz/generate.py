@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
+from ..contract.ops import OPS, AttrValue
 from ..program.ir import ParsedProgram, Stmt, TensorSpec, walk
-from ..program.ops import OPS, AttrValue
 
 DIMS = (1, 2, 3, 4, 8, 16)
 UNARY = ("exp", "tanh", "sigmoid", "relu", "abs", "neg", "clone")

@@ -34,18 +34,17 @@ from pydantic import (
     model_validator,
 )
 
-from .ops import ARG_NAME, OMITTED, OPS, REQUIRED, AttrValue
-
-IR_VERSION = 1
-MAX_RANK = 4
-MAX_ELEMENTS = 1 << 22
-"""Elements of one initial tensor (4M: a 2048 x 2048 matrix)."""
-MAX_TOTAL_ELEMENTS = 1 << 24
-"""Elements of all initial tensors together (16M: 64 MiB of float32)."""
-MAX_STATEMENTS = 10_000
-MAX_DEPTH = 8
-"""Nesting of blocks (a `for` inside a `for` is depth 2)."""
-FLOAT32_MAX = 3.4028234663852886e38
+from ..contract.limits import (
+    FLOAT32_MAX,
+    MAX_CHECKPOINTS,
+    MAX_DEPTH,
+    MAX_DIM,
+    MAX_ELEMENTS,
+    MAX_RANK,
+    MAX_STATEMENTS,
+    MAX_TOTAL_ELEMENTS,
+)
+from ..contract.ops import ARG_NAME, MODULES, OMITTED, OPS, REQUIRED, AttrValue
 
 USER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 TEMP_NAME = re.compile(r"_t[1-9][0-9]{0,8}")
@@ -258,10 +257,13 @@ def _check_decl_name(name: str, role: str, module: str | None) -> None:
 
 
 class ModuleDecl(_Strict):
+    """A module declaration: its `kind` (a module kind of the contract, `MODULES`) and its
+    constructor's attributes, checked against that kind's table (`lin = Linear(4, 3)`)."""
+
     name: Name
     kind: Literal["linear"] = "linear"
-    d_in: Dim
-    d_out: Dim
+    d_in: Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
+    d_out: Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
     bias: StrictBool = True
     layout: Literal["transposed", "copied"] = "transposed"
 
@@ -274,14 +276,17 @@ class ModuleDecl(_Strict):
 
     def param_shapes(self) -> dict[str, list[int]]:
         """The module's tensors (torch layout) by name, in declaration order."""
-        shapes = {f"{self.name}.weight": [self.d_out, self.d_in]}
-        if self.bias:
-            shapes[f"{self.name}.bias"] = [self.d_out]
-        return shapes
+        spec = MODULES[self.kind]
+        attrs = self.model_dump()
+        return {
+            f"{self.name}.{p.name}": [attrs[d] if isinstance(d, str) else d for d in p.shape]
+            for p in spec.params
+            if p.when is None or attrs[p.when]
+        }
 
 
 class Settings(_Strict):
-    checkpoints: list[Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=list, max_length=10_000)
+    checkpoints: list[Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=list, max_length=MAX_CHECKPOINTS)
     rss_every: Annotated[StrictInt, Field(ge=0)] = 0
     track: Name | None = None
 
@@ -537,41 +542,6 @@ class ParsedProgram(_Strict):
 
 
 # ---- the result of one run ----------------------------------------------------------------------
-
-
-# Failure, Flags and Observation are part of the results document: defined there, once.
-from ..model.results import Failure, Observation  # noqa: E402
-
-
-class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Checkpoint(_Result):
-    step: int
-    ms_per_step: float
-    rss_bytes: int | None = None
-    rss_delta_mib: float | None = None
-    tracked: bool | None = None
-    flags: dict[str, Any] | None = None
-
-
-class RunOutcome(_Result):
-    """What an interpreter returns for one run (the contract's section 4)."""
-
-    outcome: Literal["ok", "panic", "error", "unsupported"]
-    failure: Failure | None = None
-    observations: list[Observation] = Field(default_factory=list)
-    step_ms: list[float] = Field(default_factory=list)
-    checkpoints: list[Checkpoint] = Field(default_factory=list)
-    rss_samples: list[tuple[int, float]] = Field(default_factory=list)
-    setup_ms: float = 0.0
-
-    @model_validator(mode="after")
-    def _failure_matches(self) -> RunOutcome:
-        if (self.outcome == "ok") != (self.failure is None):
-            raise ValueError(f"outcome {self.outcome!r}: a failure goes with every outcome but 'ok'")
-        return self
 
 
 def same_values(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:

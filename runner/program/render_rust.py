@@ -51,22 +51,17 @@ from typing import Any
 
 import numpy as np
 
+from ..contract import burn
+from ..contract.ops import OPS, unsupported
 from .ir import Program, Stmt, TensorDecl, timed_loop, walk
-from .ops import OPS
 
-BURN_VERSION = "0.22.1"
-BURN_DEPENDENCY = (
-    f'burn = {{ version = "={BURN_VERSION}", default-features = false, '
-    'features = ["std", "flex", "autodiff", "optim"] }'
-)
+BURN_VERSION = burn.pinned_version()
+BURN_DEPENDENCY = burn.dependency().toml_line()
 INLINE_ELEMENTS = 64
 """Initial tensors up to this many elements are written in `main.rs`; larger ones in `src/data.rs`."""
 MAX_PEELED = 3
 """Iterations of one loop written out before its `for` (where values change type between iterations)."""
 
-UNSUPPORTED = {name: spec.burn for name, spec in OPS.items() if not spec.supports("burn")}
-"""The operations burn lacks, with the op table's account of why."""
-RETAIN_GRAPH = "burn 0.22.1 backward() has no retain_graph: it consumes the recorded steps"
 
 _RUST_KEYWORDS = frozenset(
     "as async await break const continue crate do dyn else enum extern false final fn for gen if impl in let "
@@ -391,12 +386,9 @@ class _Gen:
         self.p = program
         self.sketch = sketch
         for st in program.statements():
-            if st.op in UNSUPPORTED:
-                raise ValueError(f"render: line {st.line}: burn 0.22.1 has no `{st.op}` ({UNSUPPORTED[st.op]})")
-            if st.op == "backward" and st.attrs.get("retain_graph"):
-                raise ValueError(
-                    f"render: line {st.line}: burn 0.22.1 has no `backward(retain_graph=True)` ({RETAIN_GRAPH})"
-                )
+            lacked = unsupported("burn", st.op, st.attrs)
+            if lacked is not None:
+                raise ValueError(f"render: line {st.line}: burn {BURN_VERSION} has no `{lacked[0]}` ({lacked[1]})")
         self.live = _liveness(program)
         self.timed = timed_loop(program.body)
         self.timed_observes = self.timed is not None and any(s.op == "observe" for s in walk(self.timed.body or []))

@@ -13,8 +13,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..contract.ops import OPS
 from .ir import Program, Stmt, timed_loop
-from .ops import OPS
 
 _HEADER = '''\
 #!/usr/bin/env python3

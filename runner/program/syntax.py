@@ -22,14 +22,10 @@ from typing import Literal, NoReturn
 
 from pydantic import ValidationError
 
+from ..contract.limits import FLOAT32_MAX, MAX_DEPTH, MAX_ELEMENTS, MAX_RANK, MAX_STATEMENTS, MAX_TOTAL_ELEMENTS
+from ..contract.ops import ARG_NAME, DECLARATIONS, INITS, OMITTED, OPS, REQUIRED, RESERVED_NAMES, AttrSpec, AttrValue
 from ..errors import BadInput
 from .ir import (
-    FLOAT32_MAX,
-    MAX_DEPTH,
-    MAX_ELEMENTS,
-    MAX_RANK,
-    MAX_STATEMENTS,
-    MAX_TOTAL_ELEMENTS,
     TEMP_NAME,
     USER_NAME,
     ModuleDecl,
@@ -42,7 +38,6 @@ from .ir import (
     check_body,
     normalize_attrs,
 )
-from .ops import ARG_NAME, DECLARATIONS, INITS, OMITTED, OPS, REQUIRED, RESERVED_NAMES, AttrSpec, AttrValue
 
 MAX_SOURCE_CHARS = 200_000
 MAX_DECLARATIONS = 500

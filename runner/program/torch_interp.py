@@ -29,9 +29,9 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
+from ..contract.ops import OPS
 from ..errors import BadInput
 from .ir import Program, Stmt, timed_loop
-from .ops import OPS
 
 Progress = Callable[[dict[str, Any]], None]
 Result = dict[str, Any]
@@ -197,14 +197,15 @@ class _Run:
         kept = self.env.get(track) if track is not None else None
         f = flags(kept) if isinstance(kept, torch.Tensor) else None
         rss = rss_bytes()
-        record = {
+        record: dict[str, Any] = {
             "step": step,
             "ms_per_step": ms_per_step,
             "rss_bytes": rss,
             "rss_delta_mib": (rss - self.rss_start) / 2**20 if rss is not None and self.rss_start is not None else None,
             "tracked": f["tracked"] if f is not None else None,
-            "flags": f,
         }
+        if f is not None:  # as the framework names them; absent without a tracked tensor
+            record["flags"] = f["raw"]
         self.checkpoints.append(record)
         if self.progress is not None:
             self.progress(record)

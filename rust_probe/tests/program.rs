@@ -387,7 +387,7 @@ fn p10_detach_ema_stays_tracked_as_a_program() {
             c.step
         );
         let flags = c.flags.unwrap();
-        assert!(!flags.requires_grad && flags.raw.is_autodiff);
+        assert!(!flags.is_require_grad && flags.is_autodiff);
     }
     if cfg!(target_os = "linux") {
         let sampled: Vec<u64> = r.rss_samples.iter().map(|s| s.0).collect();
@@ -412,7 +412,7 @@ fn p10_without_autodiff_is_an_untracked_constant_as_a_program() {
         let r = run_ok(&p10_program(mode, 20));
         for c in &r.checkpoints {
             let flags = c.flags.unwrap();
-            assert!(!flags.tracked && !flags.requires_grad && !flags.raw.is_autodiff);
+            assert!(!flags.is_tracked && !flags.is_require_grad && !flags.is_autodiff);
         }
     }
 }

@@ -5,7 +5,7 @@
 use burn::tensor::{Device, Tensor, TensorData};
 
 /// The largest rank the interpreter handles (burn's ranks are type parameters).
-pub const MAX_RANK: usize = 4;
+pub use crate::contract::MAX_RANK;
 
 /// A float tensor whose rank is known at run time only.
 #[derive(Clone, Debug)]
@@ -78,33 +78,7 @@ impl Dyn {
     }
 }
 
-/// burn's own flags of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct RawFlags {
-    pub is_tracked: bool,
-    pub is_require_grad: bool,
-    pub is_autodiff: bool,
-}
-
-/// The flags an observation or checkpoint records (contract section 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Flags {
-    /// burn `is_tracked()`.
-    pub tracked: bool,
-    /// burn `is_require_grad()`.
-    pub requires_grad: bool,
-    pub raw: RawFlags,
-}
-
-impl From<RawFlags> for Flags {
-    fn from(raw: RawFlags) -> Self {
-        Flags {
-            tracked: raw.is_tracked,
-            requires_grad: raw.is_require_grad,
-            raw,
-        }
-    }
-}
+pub use crate::record::{Flags, RawFlags};
 
 /// A tensor value of the interpreter.
 ///

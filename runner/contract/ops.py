@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from . import limits
+
 Category = Literal["graph", "math", "autodiff", "module", "optimizer", "block", "observe"]
 ArgKind = Literal["tensor", "module", "optimizer"]
 AttrType = Literal["float", "int", "bool", "str", "int_list"]
@@ -71,6 +73,14 @@ class AttrSpec:
     maximum: float | None = None
     maximum_exclusive: bool = False
     doc: str = ""
+    torch_default: AttrValue | None = None
+    """For an `OMITTED` attribute: torch's own default, as documented (a test reads it from torch)."""
+    burn_default: AttrValue | None = None
+    """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe)."""
+    enum: str | None = None
+    """For a string with `choices`: the name of the Rust enum the probe reads it into."""
+    burn_unsupported: tuple[AttrValue, str] | None = None
+    """A value burn 0.22.1 has no equivalent for, with the reason (the run's outcome is `unsupported`)."""
 
     def describe_range(self) -> str:
         parts = []
@@ -150,6 +160,8 @@ class OpSpec:
     attributes; None when the renderer writes the op itself (blocks, optimizers, observe)."""
     row: str = ""
     """The contract table row the op is listed in (the first op of the row); empty: its own."""
+    unsupported_reason: str = ""
+    """Why the framework outside `frameworks` has no equivalent (the `unsupported` outcome's message)."""
 
     @property
     def attr_names(self) -> tuple[str, ...]:
@@ -283,6 +295,7 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "`t.without_autodiff()`: the same type `Tensor<D>` (not a separate inner-backend type), `is_autodiff()` false; combined with an autodiff tensor it is a constant (burn-tensor `src/tensor/api/autodiff.rs`)",
         "the values as a tensor without autodiff",
         frameworks=frozenset({"burn"}),
+        unsupported_reason="torch has no without_autodiff(): detach() already gives a constant",
     ),
     OpSpec(
         "require_grad",
@@ -307,6 +320,11 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "keeps the gradient of a non-leaf tensor",
         torch_code="{a0}.retain_grad()",
         frameworks=frozenset({"torch"}),
+        unsupported_reason=(
+            "burn 0.22.1 cannot keep the gradient of a non-leaf tensor: Tensor::grad returns None unless the "
+            "tensor requires grad, and require_grad() panics on a non-leaf (\"Can't convert a non leaf tensor "
+            'into a tracked tensor")'
+        ),
     ),
     OpSpec(
         "clone",
@@ -485,7 +503,17 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "`let grads = l.backward()`. `retain_graph=True`: unsupported. The newest gradients replace the previous ones; with `accumulate=True` the params' gradients are summed with `GradientsAccumulator` (other tensors: the newest only) until `zero_grad`/`step`. A second backward through a consumed graph panics (`Cannot run backward: graph tape has already been consumed at NodeId(..)`); backward of an untracked tensor panics (`Tensor::backward requires a tracked autodiff tensor; ...`); a non-scalar `L` is accepted (seeded with ones; torch raises)",
         "backpropagates from a scalar",
         attrs=(
-            AttrSpec("retain_graph", "bool", False, doc="torch: keep the graph for another backward"),
+            AttrSpec(
+                "retain_graph",
+                "bool",
+                False,
+                doc="torch: keep the graph for another backward",
+                burn_unsupported=(
+                    True,
+                    "burn 0.22.1 backward() has no retain_graph: it consumes the recorded steps "
+                    "(burn-tensor src/tensor/api/autodiff.rs, Tensor::backward)",
+                ),
+            ),
             AttrSpec("accumulate", "bool", False, doc="burn: sum the gradients of successive backwards"),
         ),
     ),
@@ -605,8 +633,70 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "unsupported (burn has no no_grad scope; use `without_autodiff`)",
         "runs its body without recording a graph",
         frameworks=frozenset({"torch"}),
+        unsupported_reason=(
+            "burn 0.22.1 has no no_grad scope (operations on tracked tensors are always recorded); "
+            "a port uses without_autodiff() or detach() on the tensors"
+        ),
     ),
 )
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A module's param: its name after the module's (`lin.weight`) and its torch-layout shape,
+    each entry an attribute's name or a number."""
+
+    name: str
+    shape: tuple[str | int, ...]
+    when: str | None = None
+    """A bool attribute that must be true for the module to have this param (`bias`)."""
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """A module kind a program declares (`lin = Linear(4, 3)`): its constructor's attributes
+    (the IR's module object holds them next to `name` and `kind`) and its params."""
+
+    kind: str
+    """The IR's `kind`."""
+    source: str
+    """The declaration call in the source syntax."""
+    torch: str
+    burn: str
+    attrs: tuple[AttrSpec, ...]
+    params: tuple[ParamSpec, ...]
+
+    @property
+    def attr_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.attrs)
+
+    def attr(self, name: str) -> AttrSpec | None:
+        return next((a for a in self.attrs if a.name == name), None)
+
+
+MODULES: Final[dict[str, ModuleSpec]] = {
+    "linear": ModuleSpec(
+        "linear",
+        "Linear",
+        "`torch.nn.Linear(d_in, d_out, bias=...)`: weight `[d_out, d_in]`",
+        "`LinearConfig::new(d_in, d_out).with_bias(..).init(&device)`: weight `[d_in, d_out]`",
+        attrs=(
+            AttrSpec("d_in", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="input features"),
+            AttrSpec("d_out", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="output features"),
+            AttrSpec("bias", "bool", True, doc="with a bias"),
+            AttrSpec(
+                "layout",
+                "str",
+                "transposed",
+                choices=("transposed", "copied"),
+                enum="Layout",
+                doc="how burn loads torch's [d_out, d_in] weight: transposed (the correct port) or copied as is",
+            ),
+        ),
+        params=(ParamSpec("weight", ("d_out", "d_in")), ParamSpec("bias", ("d_out",), when="bias")),
+    ),
+}
+"""Every module kind by its IR `kind`."""
 
 OPS: Final[dict[str, OpSpec]] = {spec.name: spec for spec in _SPECS}
 """Every operation by name, in table order."""
@@ -618,6 +708,19 @@ INITS: Final[tuple[str, ...]] = ("normal", "uniform", "positive", "ones", "zeros
 """The `init=` choices of `param(...)` / `input(...)`."""
 RESERVED_NAMES: Final[frozenset[str]] = frozenset(OPS) | frozenset(DECLARATIONS) | {"range", "torch"}
 """Names a program cannot bind (besides Python keywords and names starting with `_`)."""
+
+
+def unsupported(framework: Framework, op: str, attrs: dict[str, AttrValue]) -> tuple[str, str] | None:
+    """What `framework` cannot run in this statement and why: (`no_grad`, reason) for an
+    operation it lacks, (`backward(retain_graph=True)`, reason) for an attribute's value; or None."""
+    spec = OPS[op]
+    if not spec.supports(framework):
+        return op, spec.unsupported_reason
+    if framework == "burn":
+        for a in spec.attrs:
+            if a.burn_unsupported is not None and attrs.get(a.name) == a.burn_unsupported[0]:
+                return f"{op}({a.name}={a.burn_unsupported[0]!r})", a.burn_unsupported[1]
+    return None
 
 
 def supported_ops(framework: Framework) -> tuple[str, ...]:
@@ -689,6 +792,17 @@ def attrs_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    print(markdown_table())
-    print(attrs_table())
+def modules_table() -> str:
+    """The module kinds a program declares, with their attributes, as a Markdown table."""
+    lines = ["| declaration | torch | burn 0.22.1 | attrs | params (torch layout) |", "|---|---|---|---|---|"]
+    for spec in MODULES.values():
+        attrs = ", ".join(
+            f"`{a.name}`" + (f"={json.dumps(a.default)}" if not isinstance(a.default, _Marker) else "")
+            for a in spec.attrs
+        )
+        params = ", ".join(
+            f"`{p.name}` [{', '.join(str(d) for d in p.shape)}]" + (f" if `{p.when}`" if p.when else "")
+            for p in spec.params
+        )
+        lines.append(f"| `{spec.source}(...)` | {_cell(spec.torch)} | {_cell(spec.burn)} | {attrs} | {params} |")
+    return "\n".join(lines) + "\n"
