@@ -181,7 +181,7 @@ MAX_STEPS = 10_000_000
 
 
 class P10Params(Model):
-    """The p10 loop's parameters (`shared/docs/p10-experiment.md`); the defaults
+    """The p10 loop's parameters (`docs/p10-experiment.md`); the defaults
     are the seed's, and the probe's own (`_probe.P10_DEFAULTS`, held together by a test)."""
 
     d_in: Dimension = 512
