@@ -26,7 +26,7 @@ def test_nothing_cites_a_document_outside_the_repository():
     cited = [
         f"{path.relative_to(PROJECT_ROOT)}:{number}"
         for path in tracked_text_files()
-        if path.is_file() and "tests/data" not in path.as_posix()
+        if path.is_file() and "tests/data" not in path.as_posix() and path != Path(__file__).resolve()
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
         if re.search(r"shared/(docs|seeds)/|steering repo", line)
     ]
