@@ -59,6 +59,16 @@ def test_a_missing_tool_is_skipped_elsewhere_with_the_same_reason(no_tools_on_pa
     )
 
 
+def test_an_unreachable_registry_is_a_missing_tool(monkeypatch):
+    monkeypatch.setattr(tools, "_registry_reachable", lambda: False)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"crates\.io is needed to ask .*https://index\.crates\.io"):
+        tools.require_tool("crates.io", "to ask the registry")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"crates\.io is needed"):
+        tools.require_tool("crates.io", "to ask the registry")
+
+
 def test_a_tool_found_only_by_trying_reports_itself_missing(monkeypatch):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match=r"mknod is needed to make a device file .*CAP_MKNOD"):
