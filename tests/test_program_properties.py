@@ -3,10 +3,6 @@ programs always run to an outcome under the torch interpreter."""
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("hypothesis")
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from program_strategies import SYNTAXY, programs

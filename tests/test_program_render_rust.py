@@ -11,14 +11,12 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_runs import unavailable
 
 from runner import _probe
 from runner.cases import load_case
@@ -507,8 +505,6 @@ def agreement(p: Program, run: render_rust.ReproducerRun) -> list[str]:
 @pytest.fixture(scope="module")
 def built() -> dict[str, Any]:
     """Every sample program rendered into one workspace, built once, each run."""
-    if shutil.which("cargo") is None:
-        unavailable("cargo is not installed (the reproducers are built with it)")
     folder = cache_dir() / "repro-workspace"
     programs = {name: sample_program(name) for name in SAMPLE}
     members: dict[str, Program | Path] = dict(programs)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from runner.errors import BadInput
-from runner.program.ir import ParsedProgram, Stmt
+from runner.program.ir import MAX_STATEMENTS, ParsedProgram, Stmt
 from runner.program.syntax import MAX_SOURCE_CHARS, parse, unparse
 
 WHERE = "cases/x.toml:program"
@@ -319,9 +319,17 @@ def test_errors_name_the_line_and_the_problem(source, line, fragment):
     ],
 )
 def test_hostile_input_is_bad_input_quickly(source):
+    """Refused in about the time a valid program of half the statement limit takes to be accepted,
+    measured in this test (a ratio, not seconds): the slowest refusal here, 15,000 statements cut off
+    at the limit, took 2x that reference when this was written; an unbounded parse takes far longer."""
+    largest = "x = input(2)\n" + "y = relu(x)\n" * (MAX_STATEMENTS // 2)
+    started = time.perf_counter()
+    parse(largest, where=WHERE)
+    reference = time.perf_counter() - started
     started = time.perf_counter()
     message = bad(source)
-    assert time.perf_counter() - started < 5
+    refused = time.perf_counter() - started
+    assert refused < 20 * reference, (refused, reference)
     assert re.search(
         r"too (deeply|large)|characters; at most|nested more than|more than \d+ operations|syntax", message
     )

@@ -574,12 +574,32 @@ observe(w)
 """
     prog = program(src)
     assert len(list(prog.statements())) == 8
+
+    observed: list[tuple[list[Any], list[Any]]] = []
+
+    def by_hand() -> None:
+        """The reference: the same program written in torch directly, its observation read out too."""
+        w = torch.randn(16, 16).requires_grad_()
+        x = torch.randn(16, 16)
+        h = torch.relu(x @ w)
+        loss = (torch.tanh(h) * h + 1.0).mean()
+        loss.backward()
+        assert w.grad is not None
+        observed.append((w.detach().numpy().tolist(), w.grad.numpy().tolist()))
+
     for _ in range(5):
         torch_interp.run(prog)
-    times = []
-    for _ in range(30):
+        by_hand()
+    interpreted, direct = [], []
+    for _ in range(30):  # interleaved, so that both see the same load
         started = time.perf_counter()
         r = torch_interp.run(prog)
-        times.append((time.perf_counter() - started) * 1e3)
+        interpreted.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        by_hand()
+        direct.append(time.perf_counter() - started)
     assert r["outcome"] == "ok"
-    assert statistics.median(times) < 5.0, times
+    # A ratio, not milliseconds: 1.8x when this was written (0.12 ms against 0.07 ms); the absolute
+    # figure is benchmarks/test_interpreter_cost.py's.
+    ratio = statistics.median(interpreted) / statistics.median(direct)
+    assert ratio < 10, (ratio, statistics.median(interpreted) * 1e3, statistics.median(direct) * 1e3)
