@@ -33,7 +33,7 @@ LAYERS = {
         "cost",
     ],
     1: ["cases"],
-    2: ["execute", "worker", "adapters"],
+    2: ["workers", "execute", "worker", "adapters"],
     3: ["results"],
     4: ["metrics", "compare", "oracles"],
     5: ["verdicts"],

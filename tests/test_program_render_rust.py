@@ -302,8 +302,8 @@ def test_small_tensors_are_literals_in_main_and_linear_weights_follow_the_layout
             {"name": "b.weight", "role": "param", "shape": [2, 3], "data": weight, "module": "b"},
         ],
         "modules": [
-            {"name": "a", "d_in": 3, "d_out": 2, "bias": False},
-            {"name": "b", "d_in": 3, "d_out": 2, "bias": False, "layout": "copied"},
+            {"name": "a", "kind": "linear", "attrs": {"d_in": 3, "d_out": 2, "bias": False}},
+            {"name": "b", "kind": "linear", "attrs": {"d_in": 3, "d_out": 2, "bias": False, "layout": "copied"}},
         ],
         "body": [
             {"index": 0, "line": 1, "op": "linear", "args": ["a", "x"], "out": "ya"},

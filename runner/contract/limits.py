@@ -22,7 +22,7 @@ class Limit:
     doc: str
 
 
-IR_VERSION: Final = 1
+IR_VERSION: Final = 2
 """The version of the program IR (`docs/program-ir.md` section 2) both interpreters read."""
 MAX_RANK: Final = 4
 """Tensor ranks 1 to 4: burn's ranks are types, the interpreter has one per rank."""

@@ -640,22 +640,27 @@ class _Gen:
                     m = self.modules[name]
                     self.use("Linear", "Param")
                     w = by_name[f"{name}.weight"]
-                    if m.layout == "transposed":
-                        how = f"torch's [{m.d_out}, {m.d_in}] weight transposed into burn's [d_in, d_out]"
-                        data = _transpose_host(w.data, m.d_out, m.d_in)
+                    if m.text("layout") == "transposed":
+                        how = f"torch's [{m.integer('d_out')}, {m.integer('d_in')}] weight transposed into burn's [d_in, d_out]"
+                        data = _transpose_host(w.data, m.integer("d_out"), m.integer("d_in"))
                     else:
                         how = (
-                            f"torch's [{m.d_out}, {m.d_in}] buffer copied as is into burn's [d_in, d_out] "
+                            f"torch's [{m.integer('d_out')}, {m.integer('d_in')}] buffer copied as is into burn's [d_in, d_out] "
                             '(layout "copied": the port forgot the transpose)'
                         )
                         data = list(w.data)
                     fields.append(f"{self.field[name]}: Linear")
-                    self.put(2, f"{self.field[name]}: Linear {{", None, f"{name} = Linear({m.d_in}, {m.d_out}): {how}")
+                    self.put(
+                        2,
+                        f"{self.field[name]}: Linear {{",
+                        None,
+                        f"{name} = Linear({m.integer('d_in')}, {m.integer('d_out')}): {how}",
+                    )
                     self.put(
                         3,
-                        f"weight: Param::from_tensor({self.tensor_literal(f'{name}.weight', data, [m.d_in, m.d_out])}),",
+                        f"weight: Param::from_tensor({self.tensor_literal(f'{name}.weight', data, [m.integer('d_in'), m.integer('d_out')])}),",
                     )
-                    if m.bias:
+                    if m.flag("bias"):
                         b = by_name[f"{name}.bias"]
                         self.put(3, f"bias: Some(Param::from_tensor({self.tensor_literal(b.name, b.data, b.shape)})),")
                     else:
@@ -1631,10 +1636,10 @@ def sketch(program: Program | Mapping[str, Any]) -> str | None:
                 seen.add(t.module)
                 m = g.modules[t.module]
                 fields.append(f"{g.field[m.name]}: Linear")
-                how = "transposed" if m.layout == "transposed" else "copied as is (no transpose)"
+                how = "transposed" if m.text("layout") == "transposed" else "copied as is (no transpose)"
                 inits.append(
-                    f"    {g.field[m.name]}: LinearConfig::new({m.d_in}, {m.d_out}).with_bias({'true' if m.bias else 'false'})"
-                    f".init(&device),  // weight [{m.d_in}, {m.d_out}]: torch's {how}"
+                    f"    {g.field[m.name]}: LinearConfig::new({m.integer('d_in')}, {m.integer('d_out')}).with_bias({'true' if m.flag('bias') else 'false'})"
+                    f".init(&device),  // weight [{m.integer('d_in')}, {m.integer('d_out')}]: torch's {how}"
                 )
             elif t.role == "param":
                 shape = ", ".join(str(d) for d in t.shape)

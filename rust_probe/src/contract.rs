@@ -5,14 +5,14 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "3a137d0a67279b73";
+pub const CONTRACT_DIGEST: &str = "a564da87637f8062";
 
 use crate::program::ir::{AttrReader, IrError};
 
 // Limits (runner/contract/limits.py).
 
 /// The program IR version both interpreters read.
-pub const IR_VERSION: u64 = 1;
+pub const IR_VERSION: u64 = 2;
 /// Tensor ranks 1 to MAX_RANK.
 pub const MAX_RANK: usize = 4;
 /// Elements of one initial tensor of a program.

@@ -307,8 +307,8 @@ fn linear_ir(layout: &str) -> String {
             input("x", &[1, 3], &[1.0, 0.0, 0.0]),
         ],
         vec![
-            json!({"name": "lin", "kind": "linear", "d_in": 3, "d_out": 2,
-                    "bias": true, "layout": layout}),
+            json!({"name": "lin", "kind": "linear",
+                    "attrs": {"d_in": 3, "d_out": 2, "bias": true, "layout": layout}}),
         ],
         vec![
             op("linear", &["lin", "x"], "out"),
@@ -982,8 +982,8 @@ fn the_layout_flag_mixes_with_torch_layout_values() {
             input("m", &[2, 3], &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]),
         ],
         vec![
-            json!({"name": "lin", "kind": "linear", "d_in": 3, "d_out": 2,
-                    "bias": false, "layout": "transposed"}),
+            json!({"name": "lin", "kind": "linear",
+                    "attrs": {"d_in": 3, "d_out": 2, "bias": false, "layout": "transposed"}}),
         ],
         vec![
             op("add", &["lin.weight", "m"], "sum_wm"),

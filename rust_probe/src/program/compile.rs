@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::contract::{attrs, ArgKind, Layout, Op, ResultKind, MAX_RANK};
-use crate::program::ir::{self, AttrReader, IrError, ModuleDecl, RawProgram, RawStmt, Role};
+use crate::program::ir::{self, AttrReader, Dtype, IrError, ModuleDecl, RawProgram, RawStmt, Role};
 use crate::program::ops::{Binary, Unary};
 
 pub type Slot = u32;
@@ -148,6 +148,7 @@ pub struct StmtInfo {
 #[derive(Clone, Debug)]
 pub struct InputInit {
     pub slot: Slot,
+    pub dtype: Dtype,
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
 }
@@ -348,10 +349,17 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
                     data: t.data,
                 });
             }
+            (None, Role::Buffer) => {
+                return Err(IrError::new(
+                    format!("{path}.role"),
+                    "only a module's tensors are buffers",
+                ))
+            }
             (None, Role::Input) => {
                 let slot = c.slot(&t.name);
                 inputs.push(InputInit {
                     slot,
+                    dtype: t.dtype,
                     shape: t.shape,
                     data: t.data,
                 });

@@ -38,12 +38,24 @@ impl std::error::Error for IrError {}
 pub enum Role {
     Param,
     Input,
+    /// A module's running state (batch norm's running mean and variance).
+    Buffer,
+}
+
+/// A tensor's element type: float32, integer indices (read exactly from their
+/// float32 data), or a mask (0/1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dtype {
+    Float,
+    Int,
+    Bool,
 }
 
 #[derive(Clone, Debug)]
 pub struct RawTensor {
     pub name: String,
     pub role: Role,
+    pub dtype: Dtype,
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
     pub module: Option<String>,
@@ -276,13 +288,34 @@ fn parse_tensor(t: TensorJson, path: &str) -> Result<RawTensor, IrError> {
     let role = match role_value.as_str() {
         Some("param") => Role::Param,
         Some("input") => Role::Input,
+        Some("buffer") => Role::Buffer,
         _ => {
             return Err(IrError::new(
                 format!("{path}.role"),
-                format!("must be \"param\" or \"input\", got {role_value}"),
+                format!("must be \"param\", \"input\" or \"buffer\", got {role_value}"),
             ))
         }
     };
+    let dtype = match t.dtype {
+        None | Some(Value::Null) => Dtype::Float,
+        Some(v) => match v.as_str() {
+            Some("float") => Dtype::Float,
+            Some("int") => Dtype::Int,
+            Some("bool") => Dtype::Bool,
+            _ => {
+                return Err(IrError::new(
+                    format!("{path}.dtype"),
+                    format!("must be \"float\", \"int\" or \"bool\", got {v}"),
+                ))
+            }
+        },
+    };
+    if dtype != Dtype::Float && role != Role::Input {
+        return Err(IrError::new(
+            format!("{path}.dtype"),
+            "int and bool tensors are inputs; params and buffers are float",
+        ));
+    }
     let shape = parse_shape(&field("shape", t.shape)?, &format!("{path}.shape"))?;
     let data_path = format!("{path}.data");
     let data = match t.data {
@@ -312,9 +345,27 @@ fn parse_tensor(t: TensorJson, path: &str) -> Result<RawTensor, IrError> {
         None | Some(Value::Null) => None,
         Some(v) => Some(parse_name(&v, &format!("{path}.module"))?),
     };
+    let exact = |bad: &dyn Fn(f32) -> bool, what: &str| -> Result<(), IrError> {
+        match data.iter().position(|&v| bad(v)) {
+            None => Ok(()),
+            Some(i) => Err(IrError::new(
+                format!("{data_path}[{i}]"),
+                format!("{} is not {what}", data[i]),
+            )),
+        }
+    };
+    match dtype {
+        Dtype::Float => {}
+        Dtype::Int => exact(
+            &|v| v.fract() != 0.0 || v.abs() >= (1u32 << 24) as f32,
+            "an integer of magnitude below 2**24",
+        )?,
+        Dtype::Bool => exact(&|v| v != 0.0 && v != 1.0, "0 or 1")?,
+    }
     Ok(RawTensor {
         name,
         role,
+        dtype,
         shape,
         data,
         module,
@@ -336,6 +387,7 @@ struct TopJson {
 struct TensorJson {
     name: Option<Value>,
     role: Option<Value>,
+    dtype: Option<Value>,
     shape: Option<Value>,
     data: Option<Data>,
     module: Option<Value>,
@@ -426,11 +478,20 @@ fn parse_module(value: &Value, path: &str) -> Result<RawModule, IrError> {
                 format!("must be one of {}, got {kind_value}", ModuleKind::names()),
             )
         })?;
-    // The constructor's attributes sit next to `name` and `kind`.
-    let mut attrs = map.clone();
-    attrs.remove("name");
-    attrs.remove("kind");
-    let reader = AttrReader::new(&attrs, path, kind.name());
+    for key in map.keys() {
+        if !["name", "kind", "attrs"].contains(&key.as_str()) {
+            return Err(IrError::new(
+                format!("{path}.{key}"),
+                "unknown key (a module has name, kind and attrs)",
+            ));
+        }
+    }
+    let empty = Map::new();
+    let attrs = match map.get("attrs") {
+        None | Some(Value::Null) => &empty,
+        Some(v) => object(v, &format!("{path}.attrs"))?,
+    };
+    let reader = AttrReader::new(attrs, format!("{path}.attrs"), kind.name());
     let decl = match kind {
         ModuleKind::Linear => ModuleDecl::Linear(modules::Linear::read(&reader)?),
     };

@@ -29,7 +29,8 @@ use crate::contract::{Layout, Op};
 pub use compile::Program;
 use compile::{Instr, Kind, OptimizerConfig, ParamRef, Src, Track};
 pub use ir::IrError;
-use value::{transpose_host, Dyn, Flags, TensorValue, Value};
+use ir::Dtype;
+use value::{transpose_host, Dyn, DynBool, DynInt, Flags, TensorValue, Value};
 
 use crate::panic_capture::capture;
 use crate::rss;
@@ -335,8 +336,16 @@ impl<'a> Machine<'a> {
         }
         self.state.model = model;
         for input in &p.inputs {
-            let t = Dyn::from_data(input.data.clone(), &input.shape, &device);
-            self.state.slots[input.slot as usize] = Some(Value::Tensor(TensorValue::plain(t)));
+            let value = match input.dtype {
+                Dtype::Float => Value::Tensor(TensorValue::plain(Dyn::from_data(
+                    input.data.clone(),
+                    &input.shape,
+                    &device,
+                ))),
+                Dtype::Int => Value::Int(DynInt::from_data(&input.data, &input.shape, &device)),
+                Dtype::Bool => Value::Bool(DynBool::from_data(&input.data, &input.shape, &device)),
+            };
+            self.state.slots[input.slot as usize] = Some(value);
         }
         self.setup_ms = started.elapsed().as_secs_f64() * 1e3;
     }
@@ -364,13 +373,14 @@ impl<'a> Machine<'a> {
     fn tensor(&mut self, src: Src) -> Result<TensorValue, Stop> {
         match self.read(src)? {
             Value::Tensor(t) => Ok(t),
-            Value::Number(_) => {
+            other => {
                 let name = match src {
                     Src::Slot { slot, .. } => self.slot_name(slot).to_owned(),
                     Src::Param(_) => "?".to_owned(),
                 };
                 Err(error(format!(
-                    "{name:?} is a number (the result of item), not a tensor"
+                    "{name:?} is {}, not a float tensor",
+                    other.kind()
                 )))
             }
         }
@@ -569,6 +579,19 @@ impl<'a> Machine<'a> {
             Value::Number(x) => {
                 if values && (!in_timed || self.last_now) {
                     obs.values = Some(vec![x as f32]);
+                }
+                self.observations.push(obs);
+            }
+            Value::Int(_) | Value::Bool(_) => {
+                // Indices and masks: read at once (they hold no graph and no gradient).
+                let (shape, read) = match &value {
+                    Value::Int(t) => (t.dims(), t.values()),
+                    Value::Bool(t) => (t.dims(), t.values()),
+                    _ => unreachable!("matched above"),
+                };
+                obs.shape = shape;
+                if values && (!in_timed || self.last_now) {
+                    obs.values = Some(read.map_err(error)?);
                 }
                 self.observations.push(obs);
             }

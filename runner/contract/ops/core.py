@@ -1,202 +1,25 @@
-"""The one table of program operations.
-
-Every part of the program machinery reads this table: the parser (which names
-exist, their arity, argument kinds and attributes), the IR validation, the
-torch interpreter and renderer (the torch spelling), the docs (the Markdown
-table of `docs/program-ir.md` section 3 and `cases/README.md`) and, later, the
-fuzz generator (categories, gradients, input domains, which frameworks support
-an op).
-
-Attribute names are the keys of a statement's `attrs` in the IR. An attribute
-whose default is `REQUIRED` must be given; one whose default is `OMITTED` may
-be left out, and is then absent from `attrs` (each framework uses its own
-default, as `adam` does); any other default is filled in by the parser and by
-IR validation, so the interpreters always see every such attribute.
-"""
+"""The language's first operations: the autodiff controls, elementwise math, `matmul`, sums,
+`Linear`, SGD and Adam, observation and the blocks (`repeat`, `no_grad`)."""
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass
-from typing import Final, Literal
+from collections.abc import Mapping
+from typing import Final
 
-from . import limits
-
-Category = Literal["graph", "math", "autodiff", "module", "optimizer", "block", "observe"]
-ArgKind = Literal["tensor", "module", "optimizer"]
-AttrType = Literal["float", "int", "bool", "str", "int_list"]
-# "tensor": gives a tensor (may be bound to a name or dropped); "none": a statement only;
-# "optimizer": must be bound to a name; "block": a block statement with a body.
-Result = Literal["tensor", "none", "optimizer", "block"]
-# What values a tensor argument should hold for the op to be well defined (the fuzzer reads it).
-Domain = Literal["any", "positive", "nonzero"]
-Framework = Literal["torch", "burn"]
-
-FRAMEWORKS: Final[tuple[Framework, ...]] = ("torch", "burn")
-
-AttrValue = float | int | bool | str | list[int]
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(value)
-
-
-class _Marker:
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return self._name
-
-
-REQUIRED: Final = _Marker("REQUIRED")
-"""The attribute must be given."""
-OMITTED: Final = _Marker("OMITTED")
-"""The attribute may be left out; it is then absent and each framework uses its own default."""
-ARG_NAME: Final = _Marker("ARG_NAME")
-"""The default is the name of the op's first argument (`observe`'s label)."""
-
-Default = AttrValue | _Marker
-
-
-@dataclass(frozen=True)
-class AttrSpec:
-    name: str
-    type: AttrType
-    default: Default = REQUIRED
-    positional: bool = False
-    """May be given positionally in the source, after the op's arguments (in table order)."""
-    choices: tuple[str, ...] = ()
-    minimum: float | None = None
-    minimum_exclusive: bool = False
-    maximum: float | None = None
-    maximum_exclusive: bool = False
-    doc: str = ""
-    torch_default: AttrValue | None = None
-    """For an `OMITTED` attribute: torch's own default, as documented (a test reads it from torch)."""
-    burn_default: AttrValue | None = None
-    """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe)."""
-    enum: str | None = None
-    """For a string with `choices`: the name of the Rust enum the probe reads it into."""
-    burn_unsupported: tuple[AttrValue, str] | None = None
-    """A value burn 0.22.1 has no equivalent for, with the reason (the run's outcome is `unsupported`)."""
-
-    def describe_range(self) -> str:
-        parts = []
-        if self.minimum is not None:
-            parts.append(f"{'>' if self.minimum_exclusive else '>='} {_number(self.minimum)}")
-        if self.maximum is not None:
-            parts.append(f"{'<' if self.maximum_exclusive else '<='} {_number(self.maximum)}")
-        return " and ".join(parts)
-
-    def check(self, value: AttrValue) -> AttrValue:
-        """The value normalized to the attribute's type (an int for a float attribute becomes a
-        float); `ValueError` with a message that says what is valid."""
-        if self.type == "bool":
-            if not isinstance(value, bool):
-                raise ValueError(f"`{self.name}` must be True or False, not {value!r}")
-            return value
-        if self.type == "str":
-            if not isinstance(value, str):
-                raise ValueError(f"`{self.name}` must be a string, not {value!r}")
-            if self.choices and value not in self.choices:
-                valid = ", ".join(repr(c) for c in self.choices)
-                raise ValueError(f"`{self.name}` must be one of {valid}, not {value!r}")
-            if not value or len(value) > 200:
-                raise ValueError(f"`{self.name}` must be a string of 1 to 200 characters")
-            return value
-        if self.type == "int_list":
-            if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-                raise ValueError(f"`{self.name}` must be a list of integers, not {value!r}")
-            return list(value)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            kind = "an integer" if self.type == "int" else "a number"
-            raise ValueError(f"`{self.name}` must be {kind}, not {value!r}")
-        number: int | float
-        if self.type == "int":
-            if not isinstance(value, int):
-                raise ValueError(f"`{self.name}` must be an integer, not {value!r}")
-            number = value
-        else:
-            number = float(value)
-            if not math.isfinite(number):
-                raise ValueError(f"`{self.name}` must be a finite number, not {value!r}")
-        low, high = self.minimum, self.maximum
-        if (low is not None and (number < low or (self.minimum_exclusive and number == low))) or (
-            high is not None and (number > high or (self.maximum_exclusive and number == high))
-        ):
-            raise ValueError(f"`{self.name}` must be {self.describe_range()}, not {value!r}")
-        return number
-
-
-@dataclass(frozen=True)
-class OpSpec:
-    name: str
-    category: Category
-    args: tuple[ArgKind, ...]
-    result: Result
-    source: str
-    """The source column of the contract table (shared by the ops of one row)."""
-    torch: str
-    """The torch column of the contract table."""
-    burn: str
-    """The burn 0.22.1 column of the contract table."""
-    summary: str
-    attrs: tuple[AttrSpec, ...] = ()
-    frameworks: frozenset[Framework] = frozenset(FRAMEWORKS)
-    differentiable: bool = False
-    """The result carries a gradient back to the tensor arguments."""
-    domain: tuple[Domain, ...] = ()
-    """Per tensor argument: the values for which the op is defined (empty: any)."""
-    kinks: tuple[float, ...] = ()
-    """Input values at which the op is not differentiable (finite differences avoid them)."""
-    inplace: bool = False
-    """Changes its first argument (torch: in place; burn: the name is rebound)."""
-    infix: str | None = None
-    """The source operator (`+`, `@`, unary `-`, `**`...), when the op is written infix."""
-    torch_code: str | None = None
-    """The renderer's template: `{a0}`, `{a1}` are the arguments, `{attr}` / `{attr!r}` the
-    attributes; None when the renderer writes the op itself (blocks, optimizers, observe)."""
-    row: str = ""
-    """The contract table row the op is listed in (the first op of the row); empty: its own."""
-    unsupported_reason: str = ""
-    """Why the framework outside `frameworks` has no equivalent (the `unsupported` outcome's message)."""
-
-    @property
-    def attr_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.attrs)
-
-    def attr(self, name: str) -> AttrSpec | None:
-        for a in self.attrs:
-            if a.name == name:
-                return a
-        return None
-
-    @property
-    def positional_attrs(self) -> tuple[AttrSpec, ...]:
-        return tuple(a for a in self.attrs if a.positional)
-
-    def supports(self, framework: Framework) -> bool:
-        return framework in self.frameworks
-
-    def signature(self) -> str:
-        """The call form, e.g. `sum_dim(T, dim)` or `backward(T, retain_graph=False, ...)`."""
-        names = {"tensor": "T", "module": "M", "optimizer": "opt"}
-        parts = [names[k] for k in self.args]
-        for a in self.attrs:
-            if a.positional:
-                parts.append(a.name)
-            elif a.default is REQUIRED:
-                parts.append(f"{a.name}=")
-            elif a.default is OMITTED:
-                parts.append(f"{a.name}=?")
-            elif a.default is ARG_NAME:
-                parts.append(f"{a.name}=<name>")
-            else:
-                parts.append(f"{a.name}={a.default!r}")
-        return f"{self.name}({', '.join(parts)})"
-
+from .. import limits
+from .spec import (
+    ARG_NAME,
+    FRAMEWORKS,
+    OMITTED,
+    ArgKind,
+    AttrSpec,
+    AttrValue,
+    Domain,
+    ModuleSpec,
+    OpSpec,
+    ParamSpec,
+    int_attr,
+)
 
 _T: Final[tuple[ArgKind, ...]] = ("tensor",)
 _TT: Final[tuple[ArgKind, ...]] = ("tensor", "tensor")
@@ -273,7 +96,7 @@ def _reduction(name: str) -> OpSpec:
     )
 
 
-_SPECS: Final[tuple[OpSpec, ...]] = (
+SPECS: Final[tuple[OpSpec, ...]] = (
     OpSpec(
         "detach",
         "graph",
@@ -491,6 +314,7 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "`lin.forward(x)` (weight `[d_in, d_out]`, see below)",
         "applies a Linear module: x @ weight^T + bias",
         differentiable=True,
+        module="linear",
         torch_code="{a0}({a1})",
     ),
     OpSpec(
@@ -641,41 +465,12 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
 )
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """A module's param: its name after the module's (`lin.weight`) and its torch-layout shape,
-    each entry an attribute's name or a number."""
-
-    name: str
-    shape: tuple[str | int, ...]
-    when: str | None = None
-    """A bool attribute that must be true for the module to have this param (`bias`)."""
+def _linear_fan_in(attrs: Mapping[str, AttrValue]) -> int:
+    return int_attr(attrs, "d_in")
 
 
-@dataclass(frozen=True)
-class ModuleSpec:
-    """A module kind a program declares (`lin = Linear(4, 3)`): its constructor's attributes
-    (the IR's module object holds them next to `name` and `kind`) and its params."""
-
-    kind: str
-    """The IR's `kind`."""
-    source: str
-    """The declaration call in the source syntax."""
-    torch: str
-    burn: str
-    attrs: tuple[AttrSpec, ...]
-    params: tuple[ParamSpec, ...]
-
-    @property
-    def attr_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.attrs)
-
-    def attr(self, name: str) -> AttrSpec | None:
-        return next((a for a in self.attrs if a.name == name), None)
-
-
-MODULES: Final[dict[str, ModuleSpec]] = {
-    "linear": ModuleSpec(
+MODULES: Final[tuple[ModuleSpec, ...]] = (
+    ModuleSpec(
         "linear",
         "Linear",
         "`torch.nn.Linear(d_in, d_out, bias=...)`: weight `[d_out, d_in]`",
@@ -691,118 +486,15 @@ MODULES: Final[dict[str, ModuleSpec]] = {
                 choices=("transposed", "copied"),
                 enum="Layout",
                 doc="how burn loads torch's [d_out, d_in] weight: transposed (the correct port) or copied as is",
+                sides=frozenset({"burn"}),
             ),
         ),
-        params=(ParamSpec("weight", ("d_out", "d_in")), ParamSpec("bias", ("d_out",), when="bias")),
+        params=(
+            ParamSpec("weight", "[d_out, d_in]", lambda a: [int_attr(a, "d_out"), int_attr(a, "d_in")], "fan_in"),
+            ParamSpec("bias", "[d_out]", lambda a: [int_attr(a, "d_out")], "fan_in", when="bias"),
+        ),
+        call="linear",
+        torch_class="torch.nn.Linear",
+        fan_in=_linear_fan_in,
     ),
-}
-"""Every module kind by its IR `kind`."""
-
-OPS: Final[dict[str, OpSpec]] = {spec.name: spec for spec in _SPECS}
-"""Every operation by name, in table order."""
-
-BLOCK_OPS: Final[frozenset[str]] = frozenset(n for n, s in OPS.items() if s.result == "block")
-DECLARATIONS: Final[tuple[str, ...]] = ("param", "input", "Linear")
-"""The source's declaration calls (not operations)."""
-INITS: Final[tuple[str, ...]] = ("normal", "uniform", "positive", "ones", "zeros", "arange")
-"""The `init=` choices of `param(...)` / `input(...)`."""
-RESERVED_NAMES: Final[frozenset[str]] = frozenset(OPS) | frozenset(DECLARATIONS) | {"range", "torch"}
-"""Names a program cannot bind (besides Python keywords and names starting with `_`)."""
-
-
-def unsupported(framework: Framework, op: str, attrs: dict[str, AttrValue]) -> tuple[str, str] | None:
-    """What `framework` cannot run in this statement and why: (`no_grad`, reason) for an
-    operation it lacks, (`backward(retain_graph=True)`, reason) for an attribute's value; or None."""
-    spec = OPS[op]
-    if not spec.supports(framework):
-        return op, spec.unsupported_reason
-    if framework == "burn":
-        for a in spec.attrs:
-            if a.burn_unsupported is not None and attrs.get(a.name) == a.burn_unsupported[0]:
-                return f"{op}({a.name}={a.burn_unsupported[0]!r})", a.burn_unsupported[1]
-    return None
-
-
-def supported_ops(framework: Framework) -> tuple[str, ...]:
-    return tuple(name for name, spec in OPS.items() if spec.supports(framework))
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def markdown_table(*, detailed: bool = False) -> str:
-    """The operations as a Markdown table: the contract's columns (op, source, torch, burn), one row per
-    contract row; `detailed=True` adds the IR attributes, gradient and input domain of each op."""
-    header = ["op", "source", "torch", "burn 0.22.1"]
-    if detailed:
-        header += ["attrs", "gradient", "domain"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows: dict[str, list[OpSpec]] = {}
-    for spec in OPS.values():
-        rows.setdefault(spec.row or spec.name, []).append(spec)
-    for specs in rows.values():
-        first = specs[0]
-        cells = [" ".join(f"`{s.name}`" for s in specs), first.source, first.torch, first.burn]
-        if detailed:
-            attrs = "; ".join(
-                f"`{s.name}`: " + ", ".join(f"`{a.name}` ({a.type})" for a in s.attrs) for s in specs if s.attrs
-            )
-            grads = ", ".join(sorted({"yes" if s.differentiable else "no" for s in specs}))
-            domains = "; ".join(
-                f"`{s.name}`: " + ", ".join(s.domain) for s in specs if any(d != "any" for d in s.domain)
-            )
-            cells += [attrs, grads, domains]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-_TYPE_NAMES: Final[dict[AttrType, str]] = {
-    "float": "number",
-    "int": "integer",
-    "bool": "boolean",
-    "str": "string",
-    "int_list": "integer list",
-}
-
-
-def attrs_table() -> str:
-    """The IR `attrs` of every op that has any, as a Markdown table."""
-    lines = ["| op | attr | type | default | meaning |", "|---|---|---|---|---|"]
-    for spec in OPS.values():
-        for a in spec.attrs:
-            if a.default is REQUIRED:
-                default = "required"
-            elif a.default is OMITTED:
-                default = "omitted: the framework's default"
-            elif a.default is ARG_NAME:
-                default = "the tensor's name"
-            else:
-                default = f"`{json.dumps(a.default)}`"
-            meaning = a.doc
-            constraint = a.describe_range()
-            if a.choices:
-                constraint = "one of " + ", ".join(a.choices)
-            if constraint:
-                meaning = f"{meaning} ({constraint})" if meaning else constraint
-            kind = _TYPE_NAMES[a.type]
-            if a.positional:
-                kind += ", positional"
-            lines.append(f"| `{spec.name}` | `{a.name}` | {kind} | {default} | {_cell(meaning)} |")
-    return "\n".join(lines) + "\n"
-
-
-def modules_table() -> str:
-    """The module kinds a program declares, with their attributes, as a Markdown table."""
-    lines = ["| declaration | torch | burn 0.22.1 | attrs | params (torch layout) |", "|---|---|---|---|---|"]
-    for spec in MODULES.values():
-        attrs = ", ".join(
-            f"`{a.name}`" + (f"={json.dumps(a.default)}" if not isinstance(a.default, _Marker) else "")
-            for a in spec.attrs
-        )
-        params = ", ".join(
-            f"`{p.name}` [{', '.join(str(d) for d in p.shape)}]" + (f" if `{p.when}`" if p.when else "")
-            for p in spec.params
-        )
-        lines.append(f"| `{spec.source}(...)` | {_cell(spec.torch)} | {_cell(spec.burn)} | {attrs} | {params} |")
-    return "\n".join(lines) + "\n"
+)
