@@ -13,6 +13,8 @@ RUNNER = Path(__file__).resolve().parent.parent / "runner"
 # Lower numbers are lower in the flow; a module may import its own layer and below.
 LAYERS = {
     0: [
+        "escape",
+        "statusline",
         "errors",
         "paths",
         "versions",
