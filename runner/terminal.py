@@ -1,15 +1,19 @@
 """What `check` prints on stdout when it is done: a table of runs and a
-verdict per expectation."""
+verdict per expectation. Every cell and line is shown through
+`escape.terminal`: a case's name or text cannot drive the terminal or start a
+line of its own (a forged PASS, a cleared FAIL)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .escape import terminal
 from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short, slope_text
 from .model.results import ResultsDocument
 
 
 def table(rows: list[list[str]]) -> str:
+    rows = [[terminal(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -82,18 +86,22 @@ def summary(doc: ResultsDocument) -> str:
     out += ["Runs (medians of the reference and last windows; Theil-Sen slopes):", table(rows)]
     measured = measurement_text(doc.provenance)
     if measured:
-        out.append(f"Measured: {measured}")
+        out.append(terminal(f"Measured: {measured}"))
     out.append("")
 
     out.append("Expectations:")
     for e in doc.expectations:
         mark = "PASS" if e.passed else "FAIL"
         observed = observed_text(e) if e.b is not None else show(e.observed)
-        out.append(f"  {mark}  {e.case} {e.subject} {e.check}: expected {show(e.expected)}, observed {observed}")
+        out.append(
+            terminal(f"  {mark}  {e.case} {e.subject} {e.check}: expected {show(e.expected)}, observed {observed}")
+        )
     for skipped in doc.not_applicable:
         out.append(
-            f"  n/a   {skipped.case} {skipped.subject}: limited to burn {skipped.burn_versions}, "
-            f"ran burn {skipped.burn}"
+            terminal(
+                f"  n/a   {skipped.case} {skipped.subject}: limited to burn {skipped.burn_versions}, "
+                f"ran burn {skipped.burn}"
+            )
         )
     s = doc.summary
     out.append("")

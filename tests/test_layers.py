@@ -14,6 +14,8 @@ RUNNER = Path(__file__).resolve().parent.parent / "runner"
 LAYERS = {
     0: [
         "contract",
+        "escape",
+        "statusline",
         "errors",
         "paths",
         "versions",

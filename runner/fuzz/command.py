@@ -17,14 +17,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..argtypes import budget_seconds, nonempty, path, positive_int, timeout_seconds
+from ..argtypes import budget_seconds, nonempty, path, positive_int, seed, timeout_seconds
 from ..atomic import write_text
 from ..engine import available
 from ..errors import BadInput, Infrastructure
+from ..escape import terminal
 from ..frameworks import adapter_for
 from ..paths import CASES_DIR
 from ..results import now, provenance
-from ..signals import say
+from ..signals import say, show
 from .campaign import Campaign, Found, Stats, program_ir
 from .judge import record_of
 from .known import REGISTRY
@@ -42,7 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long to search (default 60 s; the nightly campaign uses more)",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed (deterministic)")
+    parser.add_argument(
+        "--seed", type=seed, default=0, metavar="N", help="the search's seed, 0 to 2**64 - 1 (deterministic)"
+    )
     parser.add_argument(
         "--max-ops",
         type=positive_int,
@@ -166,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
     doc["provenance"] = provenance(started, now()).model_dump(mode="json")
     doc["burn"] = burn_label
     write_text(args.out / "fuzz.json", json.dumps(doc, indent=1) + "\n")
-    print(render(doc))
-    print(f"written: {args.out / 'fuzz.json'}")
+    show(render(doc))
+    show(f"written: {terminal(args.out / 'fuzz.json')}")
     return 1 if written else 0
 
 
