@@ -282,7 +282,11 @@ def test_linear_declarations():
         ("lin = Linear(2, 3, 4)\n", 1, "Linear(...) takes at most 2 positional arguments (d_in, d_out)"),
         ("lin = Linear(2, 3, bias=1)\n", 1, "`bias` must be True or False"),
         ("lin = Linear(2, 3, layout='t')\n", 1, "`layout` must be one of 'transposed', 'copied'"),
-        ("lin = Linear(2, 3, bias=False, bias_values=[1, 2, 3])\n", 1, "bias_values is given, but this Linear has none"),
+        (
+            "lin = Linear(2, 3, bias=False, bias_values=[1, 2, 3])\n",
+            1,
+            "bias_values is given, but this Linear has none",
+        ),
         ("lin = Linear(2, 3, stride=1)\n", 1, "unknown keyword `stride`; valid: d_in, d_out, bias, layout"),
         ("lin = Linear(2, 3, weight_values=[1, 2])\n", 1, "weight_values: 2 values; shape [3, 2] needs 6"),
         ("lin = Linear(2, 3)\ny = relu(lin.foo)\n", 2, "`lin` has `.weight`, `.bias`"),

@@ -207,16 +207,19 @@ def _attrs_struct(name: str, owner: str, attrs: Sequence[AttrSpec], summary: str
         lines += ["", "        /// Why burn 0.22.1 cannot run these attributes' values; None: it can."]
         lines.append("        pub fn burn_unsupported(&self) -> Option<&'static str> {")
         for a in unsupported:
-            value, reason = a.burn_unsupported  # type: ignore[misc]
-            literal = _default_literal(AttrSpec(a.name, a.type, value, choices=a.choices, enum=a.enum))
-            if _field_type(a).startswith("Option"):
-                compare = f"self.{a.name} == Some({literal})"
-            elif a.type == "bool":
-                compare = f"self.{a.name}" if value else f"!self.{a.name}"
-            else:
-                compare = f"self.{a.name} == {literal}"
+            assert a.burn_unsupported is not None
+            values, reason = a.burn_unsupported
+            tests = []
+            for value in values:
+                literal = _default_literal(AttrSpec(a.name, a.type, value, choices=a.choices, enum=a.enum))
+                if _field_type(a).startswith("Option"):
+                    tests.append(f"self.{a.name} == Some({literal})")
+                elif a.type == "bool":
+                    tests.append(f"self.{a.name}" if value else f"!self.{a.name}")
+                else:
+                    tests.append(f"self.{a.name} == {literal}")
             lines += [
-                f"            if {compare} {{",
+                f"            if {' || '.join(tests)} {{",
                 f"                return Some({rust_str(reason)});",
                 "            }",
             ]
@@ -230,10 +233,24 @@ def _ops() -> list[str]:
     variants = [(camel(s.name), s.name) for s in specs]
     lines = ["// The operation table (runner/contract/ops.py).", ""]
     lines += ["/// What an operation's argument names.", "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]"]
-    lines += ["pub enum ArgKind {", "    Tensor,", "    Module,", "    Optimizer,", "}", ""]
+    lines += ["pub enum ArgKind {", "    Tensor,", "    Module,", "    Optimizer,", "    Scheduler,", "}", ""]
     lines += ["/// What an operation gives: a tensor, nothing, an optimizer (bound to a name), or a block with a body."]
     lines += ["#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]"]
-    lines += ["pub enum ResultKind {", "    Tensor,", "    Nothing,", "    Optimizer,", "    Block,", "}", ""]
+    lines += [
+        "pub enum ResultKind {",
+        "    Tensor,",
+        "    Nothing,",
+        "    Optimizer,",
+        "    Scheduler,",
+        "    Block,",
+        "}",
+        "",
+    ]
+    lines += _enum(
+        "Family",
+        [(camel(f), f) for f in ("layers", "tensors", "losses")],
+        "Where a plain function of its arguments is implemented (`rust_probe/src/program/families/`).",
+    )
     lines += _enum("Op", variants, "Every operation of the program IR, in the table's order.")
     lines += [
         "impl Op {",
@@ -255,7 +272,26 @@ def _ops() -> list[str]:
     lines.append("        match self {")
     for s in specs:
         lines.append(f"            Op::{camel(s.name)} => &[{', '.join(rust_str(a.name) for a in s.attrs)}],")
-    lines += ["        }", "    }", "", "    /// Why burn 0.22.1 has no equivalent; None: it has one."]
+    lines += ["        }", "    }", ""]
+    lines += ["    /// The family that implements it as a plain function of its arguments; None: the machine does."]
+    lines += ["    pub const fn family(self) -> Option<Family> {", "        match self {"]
+    for s in specs:
+        if s.family is not None:
+            lines.append(f"            Op::{camel(s.name)} => Some(Family::{camel(s.family)}),")
+    lines += ["            _ => None,", "        }", "    }", ""]
+    lines += ["    /// The most arguments it takes (more than `args()` for a variadic operation)."]
+    lines += ["    pub const fn max_args(self) -> usize {", "        match self {"]
+    for s in specs:
+        if s.max_args is not None:
+            lines.append(f"            Op::{camel(s.name)} => {s.max_args},")
+    lines += ["            op => op.args().len(),", "        }", "    }", ""]
+    lines += ["    /// The module kind whose call it is (`args[0]` is that module); None: not a module call."]
+    lines += ["    pub const fn module(self) -> Option<ModuleKind> {", "        match self {"]
+    for s in specs:
+        if s.module is not None:
+            lines.append(f"            Op::{camel(s.name)} => Some(ModuleKind::{camel(MODULES[s.module].source)}),")
+    lines += ["            _ => None,", "        }", "    }", ""]
+    lines += ["    /// Why burn 0.22.1 has no equivalent; None: it has one."]
     lines += ["    pub const fn burn_unsupported(self) -> Option<&'static str> {", "        match self {"]
     for s in specs:
         if not s.supports("burn"):
@@ -269,6 +305,29 @@ def _ops() -> list[str]:
         if s.attrs:
             lines += _attrs_struct(camel(s.name), s.name, s.attrs, s.summary)
     lines += ["}", ""]
+    with_attrs = [s for s in specs if s.attrs and s.family is not None]
+    lines += ["/// The attributes of an operation a family implements, read by `OpAttrs::read`."]
+    lines += ["#[derive(Clone, Debug, PartialEq)]", "pub enum OpAttrs {", "    None,"]
+    lines += [f"    {camel(s.name)}(attrs::{camel(s.name)})," for s in with_attrs]
+    lines += ["}", "", "impl OpAttrs {", "    /// Reads `op`'s attributes (checked against the table)."]
+    lines += ["    pub fn read(op: Op, r: &AttrReader<'_>) -> Result<OpAttrs, IrError> {", "        Ok(match op {"]
+    lines += [
+        f"            Op::{camel(s.name)} => OpAttrs::{camel(s.name)}(attrs::{camel(s.name)}::read(r)?),"
+        for s in with_attrs
+    ]
+    lines += [
+        "            _ => {",
+        "                r.only(op.attr_keys())?;",
+        "                OpAttrs::None",
+        "            }",
+    ]
+    lines += ["        })", "    }", ""]
+    lines += ["    /// Why burn 0.22.1 cannot run these attributes' values; None: it can."]
+    lines += ["    pub fn burn_unsupported(&self) -> Option<&'static str> {", "        match self {"]
+    for s in with_attrs:
+        if any(a.burn_unsupported is not None for a in s.attrs):
+            lines.append(f"            OpAttrs::{camel(s.name)}(a) => a.burn_unsupported(),")
+    lines += ["            _ => None,", "        }", "    }", "}", ""]
     return lines
 
 
@@ -282,10 +341,42 @@ def _modules() -> list[str]:
     specs = list(MODULES.values())
     lines = ["// The module kinds a program declares (runner/contract/ops.py MODULES).", ""]
     lines += _enum("ModuleKind", [(camel(m.source), m.kind) for m in specs], "Every module kind, by its IR `kind`.")
+    lines += [
+        "impl ModuleKind {",
+        "    /// Its params and buffers, by their short names (`weight`, `running_mean`), in table order.",
+    ]
+    lines += ["    pub const fn tensor_names(self) -> &'static [&'static str] {", "        match self {"]
+    for m in specs:
+        names = ", ".join(rust_str(p.name) for p in m.params)
+        lines.append(f"            ModuleKind::{camel(m.source)} => &[{names}],")
+    lines += ["        }", "    }", "", "    /// The operation that calls it."]
+    lines += ["    pub const fn call(self) -> Op {", "        match self {"]
+    lines += [f"            ModuleKind::{camel(m.source)} => Op::{camel(m.call)}," for m in specs]
+    lines += ["        }", "    }", "}", ""]
     lines += ["/// Each module kind's constructor attributes, typed.", "pub mod modules {", "    use super::*;", ""]
     for m in specs:
         lines += _attrs_struct(camel(m.source), m.source, m.attrs, f"the attributes of a `{m.source}` declaration")
     lines += ["}", ""]
+    lines += [
+        "/// A module declaration's attributes, by kind.",
+        "#[derive(Clone, Debug, PartialEq)]",
+        "pub enum ModuleAttrs {",
+    ]
+    lines += [f"    {camel(m.source)}(modules::{camel(m.source)})," for m in specs]
+    lines += [
+        "}",
+        "",
+        "impl ModuleAttrs {",
+        "    pub fn read(kind: ModuleKind, r: &AttrReader<'_>) -> Result<ModuleAttrs, IrError> {",
+    ]
+    lines += ["        Ok(match kind {"]
+    lines += [
+        f"            ModuleKind::{camel(m.source)} => ModuleAttrs::{camel(m.source)}(modules::{camel(m.source)}::read(r)?),"
+        for m in specs
+    ]
+    lines += ["        })", "    }", "", "    pub fn kind(&self) -> ModuleKind {", "        match self {"]
+    lines += [f"            ModuleAttrs::{camel(m.source)}(_) => ModuleKind::{camel(m.source)}," for m in specs]
+    lines += ["        }", "    }", "}", ""]
     return lines
 
 

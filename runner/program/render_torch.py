@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..contract.ops import MODULES, OPS
+from ..contract.ops import MODULES, OPS, torch_keywords
 from . import torch_modules
 from .ir import ModuleDecl, Program, Stmt, timed_loop
 
@@ -170,6 +170,16 @@ class _Renderer:
             return f"{st.args[0]}.backward(retain_graph=True)" if at["retain_graph"] else f"{st.args[0]}.backward()"
         if st.op == "grad":
             return f"_grad({json.dumps(st.args[0])}, {st.args[0]})"
+        if st.op in ("train", "eval"):
+            modules = ", ".join(m.name for m in self.program.modules)
+            return f"[m.{st.op}() for m in ({modules},)]" if modules else "None  # no module"
+        if spec.torch_call is not None or (spec.module is not None and st.op != "linear"):
+            keywords = [f"{k}={v!r}" for k, v in torch_keywords(st.op, st.attrs).items()]
+            if spec.torch_call is None:
+                module, *rest = st.args
+                return f"{module}({', '.join([*rest, *keywords])})"
+            args = [f"[{', '.join(st.args)}]"] if spec.torch_args == "list" else list(st.args)
+            return f"{spec.torch_call}({', '.join([*args, *keywords])})"
         if spec.torch_code is None:
             raise ValueError(f"render: torch has no `{st.op}` ({spec.torch})")
         fields: dict[str, Any] = {f"a{i}": a for i, a in enumerate(st.args)}

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from ..contract.ops import OPS
 from ..errors import BadInput
-from . import torch_modules
+from . import torch_modules, torch_ops
 from .ir import Program, Stmt, timed_loop
 
 Progress = Callable[[dict[str, Any]], None]
@@ -159,7 +159,7 @@ class _Run:
                 with torch.no_grad():
                     self.block(st.body)
                 continue
-            fn = _IMPL[op]
+            fn = _IMPL.get(op) or torch_ops.IMPL.get(op) or torch_ops.call
             try:
                 result = fn(self, st, [env[a] for a in st.args])
             except Exception as e:  # any failure at an op is the run's outcome
@@ -397,7 +397,7 @@ _IMPL: dict[str, Impl] = {
 }
 """Every op torch supports but the blocks (`repeat`, `no_grad`: `_Run.block` runs them)."""
 
-IMPLEMENTED = frozenset(_IMPL) | {"repeat", "no_grad"}
+IMPLEMENTED = frozenset(_IMPL) | torch_ops.implemented() | {"repeat", "no_grad"}
 
 
 def _program(program: Program | dict[str, Any]) -> Program:

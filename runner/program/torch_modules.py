@@ -9,12 +9,13 @@ own default; attributes only the burn side sees (a Linear's `layout`) are left o
 from __future__ import annotations
 
 import importlib
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ..contract.ops import MODULES, AttrValue
 from .ir import ModuleDecl
+
+if TYPE_CHECKING:  # the renderer writes the call without importing torch
+    import torch
 
 
 def constructor(decl: ModuleDecl) -> tuple[str, list[AttrValue], dict[str, AttrValue]]:

@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "a564da87637f8062";
+pub const CONTRACT_DIGEST: &str = "2f4e62e0766d3902";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -46,6 +46,7 @@ pub enum ArgKind {
     Tensor,
     Module,
     Optimizer,
+    Scheduler,
 }
 
 /// What an operation gives: a tensor, nothing, an optimizer (bound to a name), or a block with a body.
@@ -54,7 +55,47 @@ pub enum ResultKind {
     Tensor,
     Nothing,
     Optimizer,
+    Scheduler,
     Block,
+}
+
+/// Where a plain function of its arguments is implemented (`rust_probe/src/program/families/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    Layers,
+    Tensors,
+    Losses,
+}
+
+impl Family {
+    pub const ALL: [Family; 3] = [
+        Family::Layers,
+        Family::Tensors,
+        Family::Losses,
+    ];
+
+    /// The name the contract (and the IR) uses.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Family::Layers => "layers",
+            Family::Tensors => "tensors",
+            Family::Losses => "losses",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "layers" => Some(Family::Layers),
+            "tensors" => Some(Family::Tensors),
+            "losses" => Some(Family::Losses),
+            _ => None,
+        }
+    }
+
+    /// Every name, comma-separated (for messages).
+    pub fn names() -> String {
+        "layers, tensors, losses".to_owned()
+    }
 }
 
 /// Every operation of the program IR, in the table's order.
@@ -99,10 +140,17 @@ pub enum Op {
     Observe,
     Repeat,
     NoGrad,
+    Conv2d,
+    Gelu,
+    Cat,
+    Argmax,
+    CrossEntropy,
+    Train,
+    Eval,
 }
 
 impl Op {
-    pub const ALL: [Op; 39] = [
+    pub const ALL: [Op; 46] = [
         Op::Detach,
         Op::WithoutAutodiff,
         Op::RequireGrad,
@@ -142,6 +190,13 @@ impl Op {
         Op::Observe,
         Op::Repeat,
         Op::NoGrad,
+        Op::Conv2d,
+        Op::Gelu,
+        Op::Cat,
+        Op::Argmax,
+        Op::CrossEntropy,
+        Op::Train,
+        Op::Eval,
     ];
 
     /// The name the contract (and the IR) uses.
@@ -186,6 +241,13 @@ impl Op {
             Op::Observe => "observe",
             Op::Repeat => "repeat",
             Op::NoGrad => "no_grad",
+            Op::Conv2d => "conv2d",
+            Op::Gelu => "gelu",
+            Op::Cat => "cat",
+            Op::Argmax => "argmax",
+            Op::CrossEntropy => "cross_entropy",
+            Op::Train => "train",
+            Op::Eval => "eval",
         }
     }
 
@@ -230,13 +292,20 @@ impl Op {
             "observe" => Some(Op::Observe),
             "repeat" => Some(Op::Repeat),
             "no_grad" => Some(Op::NoGrad),
+            "conv2d" => Some(Op::Conv2d),
+            "gelu" => Some(Op::Gelu),
+            "cat" => Some(Op::Cat),
+            "argmax" => Some(Op::Argmax),
+            "cross_entropy" => Some(Op::CrossEntropy),
+            "train" => Some(Op::Train),
+            "eval" => Some(Op::Eval),
             _ => None,
         }
     }
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad".to_owned()
+        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, gelu, cat, argmax, cross_entropy, train, eval".to_owned()
     }
 }
 
@@ -283,6 +352,13 @@ impl Op {
             Op::Observe => &[ArgKind::Tensor],
             Op::Repeat => &[],
             Op::NoGrad => &[],
+            Op::Conv2d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::Gelu => &[ArgKind::Tensor],
+            Op::Cat => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Argmax => &[ArgKind::Tensor],
+            Op::CrossEntropy => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Train => &[],
+            Op::Eval => &[],
         }
     }
 
@@ -327,6 +403,13 @@ impl Op {
             Op::Observe => ResultKind::Nothing,
             Op::Repeat => ResultKind::Block,
             Op::NoGrad => ResultKind::Block,
+            Op::Conv2d => ResultKind::Tensor,
+            Op::Gelu => ResultKind::Tensor,
+            Op::Cat => ResultKind::Tensor,
+            Op::Argmax => ResultKind::Tensor,
+            Op::CrossEntropy => ResultKind::Tensor,
+            Op::Train => ResultKind::Nothing,
+            Op::Eval => ResultKind::Nothing,
         }
     }
 
@@ -372,6 +455,42 @@ impl Op {
             Op::Observe => &["label", "values"],
             Op::Repeat => &["count", "var"],
             Op::NoGrad => &[],
+            Op::Conv2d => &[],
+            Op::Gelu => &["approximate"],
+            Op::Cat => &["dim"],
+            Op::Argmax => &["dim", "keepdim"],
+            Op::CrossEntropy => &["label_smoothing", "reduction"],
+            Op::Train => &[],
+            Op::Eval => &[],
+        }
+    }
+
+    /// The family that implements it as a plain function of its arguments; None: the machine does.
+    pub const fn family(self) -> Option<Family> {
+        match self {
+            Op::Conv2d => Some(Family::Layers),
+            Op::Gelu => Some(Family::Layers),
+            Op::Cat => Some(Family::Tensors),
+            Op::Argmax => Some(Family::Tensors),
+            Op::CrossEntropy => Some(Family::Losses),
+            _ => None,
+        }
+    }
+
+    /// The most arguments it takes (more than `args()` for a variadic operation).
+    pub const fn max_args(self) -> usize {
+        match self {
+            Op::Cat => 4,
+            op => op.args().len(),
+        }
+    }
+
+    /// The module kind whose call it is (`args[0]` is that module); None: not a module call.
+    pub const fn module(self) -> Option<ModuleKind> {
+        match self {
+            Op::Linear => Some(ModuleKind::Linear),
+            Op::Conv2d => Some(ModuleKind::Conv2d),
+            _ => None,
         }
     }
 
@@ -382,6 +501,80 @@ impl Op {
             Op::NoGrad => Some("burn 0.22.1 has no no_grad scope (operations on tracked tensors are always recorded); a port uses without_autodiff() or detach() on the tensors"),
             _ => None,
         }
+    }
+}
+
+/// The choices of `approximate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GeluApproximate {
+    None,
+    Tanh,
+}
+
+impl GeluApproximate {
+    pub const ALL: [GeluApproximate; 2] = [
+        GeluApproximate::None,
+        GeluApproximate::Tanh,
+    ];
+
+    /// The name the contract (and the IR) uses.
+    pub const fn name(self) -> &'static str {
+        match self {
+            GeluApproximate::None => "none",
+            GeluApproximate::Tanh => "tanh",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "none" => Some(GeluApproximate::None),
+            "tanh" => Some(GeluApproximate::Tanh),
+            _ => None,
+        }
+    }
+
+    /// Every name, comma-separated (for messages).
+    pub fn names() -> String {
+        "none, tanh".to_owned()
+    }
+}
+
+/// The choices of `reduction`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    Mean,
+    Sum,
+    None,
+}
+
+impl Reduction {
+    pub const ALL: [Reduction; 3] = [
+        Reduction::Mean,
+        Reduction::Sum,
+        Reduction::None,
+    ];
+
+    /// The name the contract (and the IR) uses.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Reduction::Mean => "mean",
+            Reduction::Sum => "sum",
+            Reduction::None => "none",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "mean" => Some(Reduction::Mean),
+            "sum" => Some(Reduction::Sum),
+            "none" => Some(Reduction::None),
+            _ => None,
+        }
+    }
+
+    /// Every name, comma-separated (for messages).
+    pub fn names() -> String {
+        "mean, sum, none".to_owned()
     }
 }
 
@@ -688,6 +881,134 @@ pub mod attrs {
         }
     }
 
+    /// `gelu`: GELU, exact or with the tanh approximation
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Gelu {
+        /// the tanh approximation or the exact erf form (None: omitted, each framework's own default)
+        pub approximate: Option<GeluApproximate>,
+    }
+
+    impl Gelu {
+        pub const KEYS: &'static [&'static str] = &["approximate"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let approximate = r.text("approximate")?;
+            let approximate = match approximate { None => None, Some(text) => Some(GeluApproximate::from_name(&text).ok_or_else(|| r.not_one_of("approximate", &text, &["none", "tanh"]))?) };
+            Ok(Gelu { approximate })
+        }
+    }
+
+    /// `cat`: joins 2 to 4 tensors along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Cat {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Cat {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.unwrap_or(0);
+            Ok(Cat { dim })
+        }
+    }
+
+    /// `argmax`: the index of the largest value along a dim (an int tensor)
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Argmax {
+        /// the dimension
+        pub dim: i64,
+        /// keep the reduced dim with size 1
+        pub keepdim: bool,
+    }
+
+    impl Argmax {
+        pub const KEYS: &'static [&'static str] = &["dim", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(Argmax { dim, keepdim })
+        }
+    }
+
+    /// `cross_entropy`: cross-entropy of logits `[N, C]` against class indices `[N]`
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct CrossEntropy {
+        /// the share of the target spread evenly over the classes (None: omitted, each framework's own default)
+        pub label_smoothing: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub reduction: Option<Reduction>,
+    }
+
+    impl CrossEntropy {
+        pub const KEYS: &'static [&'static str] = &["label_smoothing", "reduction"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let label_smoothing = r.float("label_smoothing")?;
+            if let Some(label_smoothing) = label_smoothing { r.range("label_smoothing", label_smoothing, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            Ok(CrossEntropy { label_smoothing, reduction })
+        }
+
+        /// Why burn 0.22.1 cannot run these attributes' values; None: it can.
+        pub fn burn_unsupported(&self) -> Option<&'static str> {
+            if self.reduction == Some(Reduction::Sum) || self.reduction == Some(Reduction::None) {
+                return Some("burn 0.22.1's loss module returns the mean; a port sums or keeps the losses itself");
+            }
+            None
+        }
+    }
+
+}
+
+/// The attributes of an operation a family implements, read by `OpAttrs::read`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpAttrs {
+    None,
+    Gelu(attrs::Gelu),
+    Cat(attrs::Cat),
+    Argmax(attrs::Argmax),
+    CrossEntropy(attrs::CrossEntropy),
+}
+
+impl OpAttrs {
+    /// Reads `op`'s attributes (checked against the table).
+    pub fn read(op: Op, r: &AttrReader<'_>) -> Result<OpAttrs, IrError> {
+        Ok(match op {
+            Op::Gelu => OpAttrs::Gelu(attrs::Gelu::read(r)?),
+            Op::Cat => OpAttrs::Cat(attrs::Cat::read(r)?),
+            Op::Argmax => OpAttrs::Argmax(attrs::Argmax::read(r)?),
+            Op::CrossEntropy => OpAttrs::CrossEntropy(attrs::CrossEntropy::read(r)?),
+            _ => {
+                r.only(op.attr_keys())?;
+                OpAttrs::None
+            }
+        })
+    }
+
+    /// Why burn 0.22.1 cannot run these attributes' values; None: it can.
+    pub fn burn_unsupported(&self) -> Option<&'static str> {
+        match self {
+            OpAttrs::CrossEntropy(a) => a.burn_unsupported(),
+            _ => None,
+        }
+    }
 }
 
 // The module kinds a program declares (runner/contract/ops.py MODULES).
@@ -696,30 +1017,52 @@ pub mod attrs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ModuleKind {
     Linear,
+    Conv2d,
 }
 
 impl ModuleKind {
-    pub const ALL: [ModuleKind; 1] = [
+    pub const ALL: [ModuleKind; 2] = [
         ModuleKind::Linear,
+        ModuleKind::Conv2d,
     ];
 
     /// The name the contract (and the IR) uses.
     pub const fn name(self) -> &'static str {
         match self {
             ModuleKind::Linear => "linear",
+            ModuleKind::Conv2d => "conv2d",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "linear" => Some(ModuleKind::Linear),
+            "conv2d" => Some(ModuleKind::Conv2d),
             _ => None,
         }
     }
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "linear".to_owned()
+        "linear, conv2d".to_owned()
+    }
+}
+
+impl ModuleKind {
+    /// Its params and buffers, by their short names (`weight`, `running_mean`), in table order.
+    pub const fn tensor_names(self) -> &'static [&'static str] {
+        match self {
+            ModuleKind::Linear => &["weight", "bias"],
+            ModuleKind::Conv2d => &["weight", "bias"],
+        }
+    }
+
+    /// The operation that calls it.
+    pub const fn call(self) -> Op {
+        match self {
+            ModuleKind::Linear => Op::Linear,
+            ModuleKind::Conv2d => Op::Conv2d,
+        }
     }
 }
 
@@ -761,6 +1104,78 @@ pub mod modules {
         }
     }
 
+    /// `Conv2d`: the attributes of a `Conv2d` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Conv2d {
+        /// input channels
+        pub in_channels: i64,
+        /// output channels
+        pub out_channels: i64,
+        /// the square kernel's side
+        pub kernel_size: i64,
+        /// (None: omitted, each framework's own default)
+        pub stride: Option<i64>,
+        /// zeros on each side (None: omitted, each framework's own default)
+        pub padding: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub dilation: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub groups: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub bias: Option<bool>,
+    }
+
+    impl Conv2d {
+        pub const KEYS: &'static [&'static str] = &["in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let in_channels = r.int("in_channels")?;
+            if let Some(in_channels) = in_channels { r.range("in_channels", in_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let in_channels = in_channels.ok_or_else(|| r.missing("in_channels", "int"))?;
+            let out_channels = r.int("out_channels")?;
+            if let Some(out_channels) = out_channels { r.range("out_channels", out_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let out_channels = out_channels.ok_or_else(|| r.missing("out_channels", "int"))?;
+            let kernel_size = r.int("kernel_size")?;
+            if let Some(kernel_size) = kernel_size { r.range("kernel_size", kernel_size as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let kernel_size = kernel_size.ok_or_else(|| r.missing("kernel_size", "int"))?;
+            let stride = r.int("stride")?;
+            if let Some(stride) = stride { r.range("stride", stride as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let padding = r.int("padding")?;
+            if let Some(padding) = padding { r.range("padding", padding as f64, Some((0.0, false)), Some((64.0, false)), ">= 0 and <= 64")?; }
+            let dilation = r.int("dilation")?;
+            if let Some(dilation) = dilation { r.range("dilation", dilation as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let groups = r.int("groups")?;
+            if let Some(groups) = groups { r.range("groups", groups as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let bias = r.bool("bias")?;
+            Ok(Conv2d { in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias })
+        }
+    }
+
+}
+
+/// A module declaration's attributes, by kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModuleAttrs {
+    Linear(modules::Linear),
+    Conv2d(modules::Conv2d),
+}
+
+impl ModuleAttrs {
+    pub fn read(kind: ModuleKind, r: &AttrReader<'_>) -> Result<ModuleAttrs, IrError> {
+        Ok(match kind {
+            ModuleKind::Linear => ModuleAttrs::Linear(modules::Linear::read(r)?),
+            ModuleKind::Conv2d => ModuleAttrs::Conv2d(modules::Conv2d::read(r)?),
+        })
+    }
+
+    pub fn kind(&self) -> ModuleKind {
+        match self {
+            ModuleAttrs::Linear(_) => ModuleKind::Linear,
+            ModuleAttrs::Conv2d(_) => ModuleKind::Conv2d,
+        }
+    }
 }
 
 // The p10 loop (runner/contract/p10.py).

@@ -72,6 +72,7 @@ __all__ = [
     "markdown_table",
     "modules_table",
     "supported_ops",
+    "torch_keywords",
     "unsupported",
 ]
 
@@ -110,9 +111,16 @@ def unsupported(framework: Framework, op: str, attrs: dict[str, AttrValue]) -> t
         return op, spec.unsupported_reason
     if framework == "burn":
         for a in spec.attrs:
-            if a.burn_unsupported is not None and attrs.get(a.name) == a.burn_unsupported[0]:
-                return f"{op}({a.name}={a.burn_unsupported[0]!r})", a.burn_unsupported[1]
+            if a.burn_unsupported is not None and a.name in attrs and attrs[a.name] in a.burn_unsupported[0]:
+                return f"{op}({a.name}={attrs[a.name]!r})", a.burn_unsupported[1]
     return None
+
+
+def torch_keywords(op: str, attrs: dict[str, AttrValue]) -> dict[str, AttrValue]:
+    """The attributes a statement gives, by torch's keyword for its `torch_call` (an omitted one
+    stays out, so torch applies its own default; one only burn sees is left out)."""
+    spec = OPS[op]
+    return {a.torch_name or a.name: attrs[a.name] for a in spec.attrs if a.name in attrs and "torch" in a.sides}
 
 
 def supported_ops(framework: Framework) -> tuple[str, ...]:

@@ -333,7 +333,7 @@ SPECS: Final[tuple[OpSpec, ...]] = (
                 False,
                 doc="torch: keep the graph for another backward",
                 burn_unsupported=(
-                    True,
+                    (True,),
                     "burn 0.22.1 backward() has no retain_graph: it consumes the recorded steps "
                     "(burn-tensor src/tensor/api/autodiff.rs, Tensor::backward)",
                 ),
@@ -428,6 +428,7 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "record value, grad and flags",
         "same; `flags.raw` is `{is_tracked, is_require_grad, is_autodiff}`",
         "records the tensor's values, gradient and flags",
+        arg_dtypes=("any",),
         attrs=(
             AttrSpec("label", "str", ARG_NAME, positional=True, doc="the observation's label"),
             AttrSpec("values", "bool", True, doc="record values and gradient (False: flags only)"),

@@ -83,8 +83,8 @@ class AttrSpec:
     """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe)."""
     enum: str | None = None
     """For a string with `choices`: the name of the Rust enum the probe reads it into."""
-    burn_unsupported: tuple[AttrValue, str] | None = None
-    """A value burn 0.22.1 has no equivalent for, with the reason (the run's outcome is `unsupported`)."""
+    burn_unsupported: tuple[tuple[AttrValue, ...], str] | None = None
+    """Values burn 0.22.1 has no equivalent for, with the reason (the run's outcome is `unsupported`)."""
     torch_name: str | None = None
     """The keyword torch's call takes it as, when it is not `name` (None: `name`)."""
     sides: frozenset[Framework] = frozenset(("torch", "burn"))
@@ -181,6 +181,12 @@ class OpSpec:
     result_dtype: ResultDtype = "float"
     module: str | None = None
     """The module kind whose call this operation is (`conv(x)` with `conv = Conv2d(...)`): args[0] is the module."""
+    torch_call: str | None = None
+    """The torch function a port calls (`torch.nn.functional.gelu`): the torch interpreter and renderer
+    call it with the tensor arguments and, by keyword, the attributes the program gives (an omitted
+    one is omitted: torch's own default). None: the op is written by hand on the torch side."""
+    torch_args: Literal["args", "list"] = "args"
+    """How the tensor arguments go to `torch_call`: one by one, or as one list (`torch.cat([a, b])`)."""
 
     def arg_dtype(self, position: int) -> ArgDtype:
         if not self.arg_dtypes:
@@ -289,5 +295,15 @@ class ModuleSpec:
         return next((a for a in self.attrs if a.name == name), None)
 
     def tensors(self, attrs: Mapping[str, AttrValue]) -> list[ParamSpec]:
-        """Its params and buffers given its attributes (a bias only `when` it has one)."""
-        return [p for p in self.params if p.when is None or attrs.get(p.when)]
+        """Its params and buffers given its attributes (a bias only `when` it has one; an omitted
+        `when` attribute counts as torch's default, which burn's agrees with wherever it is used)."""
+
+        def present(p: ParamSpec) -> bool:
+            if p.when is None:
+                return True
+            if p.when in attrs:
+                return bool(attrs[p.when])
+            spec = self.attr(p.when)
+            return bool(spec is not None and (spec.default is True or spec.torch_default is True))
+
+        return [p for p in self.params if present(p)]

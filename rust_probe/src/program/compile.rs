@@ -6,8 +6,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::contract::{attrs, ArgKind, Layout, Op, ResultKind, MAX_RANK};
-use crate::program::ir::{self, AttrReader, Dtype, IrError, ModuleDecl, RawProgram, RawStmt, Role};
+use crate::contract::{attrs, ArgKind, Layout, ModuleAttrs, ModuleKind, Op, OpAttrs, ResultKind, MAX_RANK};
+use crate::program::families::layers::TensorData32;
+use crate::program::ir::{self, AttrReader, Dtype, IrError, RawProgram, RawStmt, Role};
 use crate::program::ops::{Binary, Unary};
 
 pub type Slot = u32;
@@ -21,6 +22,23 @@ pub enum ParamRef {
     Weight(u32),
     /// `lin.bias`.
     Bias(u32),
+    /// A param or buffer of another module kind (`conv.weight`, `bn.running_mean`): layer
+    /// number `index`, its tensor number `tensor` in the kind's `tensor_names()`.
+    Layer { index: u32, tensor: u8 },
+}
+
+/// A declared module: a Linear (kept apart for its layout flag) or another kind's layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleRef {
+    Linear(u32),
+    Layer(u32),
+}
+
+/// An argument of a family operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg {
+    Value(Src),
+    Module(ModuleRef),
 }
 
 /// Where an operand comes from.
@@ -56,6 +74,15 @@ impl OptimizerConfig {
 
 #[derive(Clone, Debug)]
 pub enum Kind {
+    /// A family operation (`crate::program::families`): a plain function of its arguments.
+    Apply {
+        op: Op,
+        attrs: OpAttrs,
+        args: Vec<Arg>,
+        out: Option<Dst>,
+    },
+    /// `train()` / `eval()`: the module calls use the training model, or its `valid()` snapshot.
+    SetMode { training: bool },
     /// `out = op(a)`; `alias`: the in-place ops (`require_grad`, `freeze`,
     /// `add_scalar_`) also rebind their argument.
     Unary {
@@ -159,6 +186,14 @@ pub struct FreeParamInit {
     pub data: Vec<f32>,
 }
 
+/// Another kind's module: its declaration and its tensors' data, by the kind's `tensor_names()`.
+#[derive(Clone, Debug)]
+pub struct LayerInit {
+    pub name: String,
+    pub attrs: ModuleAttrs,
+    pub tensors: Vec<Option<TensorData32>>,
+}
+
 #[derive(Clone, Debug)]
 pub struct LinearInit {
     pub name: String,
@@ -192,6 +227,7 @@ pub struct Program {
     /// Free params per rank (index 0: rank 1), in declaration order.
     pub(crate) free_params: [Vec<FreeParamInit>; MAX_RANK],
     pub(crate) linears: Vec<LinearInit>,
+    pub(crate) layers: Vec<LayerInit>,
     pub(crate) body: Vec<Instr>,
     pub(crate) stmts: Vec<StmtInfo>,
     pub(crate) slot_names: Vec<String>,
@@ -232,10 +268,12 @@ fn module_param_field(name: &str, module: &str) -> Option<&'static str> {
 
 #[derive(Default)]
 struct Compiler {
+    /// The kind of each module that is not a Linear.
+    layer_kinds: HashMap<String, ModuleKind>,
     slots: HashMap<String, Slot>,
     slot_names: Vec<String>,
     params: HashMap<String, ParamRef>,
-    modules: HashMap<String, u32>,
+    modules: HashMap<String, ModuleRef>,
     optimizers: HashMap<String, u32>,
     stmts: Vec<StmtInfo>,
     indices: HashSet<u64>,
@@ -249,6 +287,7 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
 
     // Modules first: their params are listed among the tensors.
     let mut linears: Vec<LinearInit> = Vec::new();
+    let mut layers: Vec<LayerInit> = Vec::new();
     for (i, m) in raw.modules.iter().enumerate() {
         if !declared.insert(m.name.clone()) {
             return Err(IrError::new(
@@ -256,17 +295,33 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
                 format!("{:?} is declared twice", m.name),
             ));
         }
-        c.modules.insert(m.name.clone(), i as u32);
-        let ModuleDecl::Linear(decl) = &m.decl;
-        linears.push(LinearInit {
-            name: m.name.clone(),
-            d_in: decl.d_in as usize,
-            d_out: decl.d_out as usize,
-            bias: decl.bias,
-            layout: decl.layout,
-            weight: Vec::new(),
-            bias_data: None,
-        });
+        match &m.decl {
+            ModuleAttrs::Linear(decl) => {
+                c.modules
+                    .insert(m.name.clone(), ModuleRef::Linear(linears.len() as u32));
+                linears.push(LinearInit {
+                    name: m.name.clone(),
+                    d_in: decl.d_in as usize,
+                    d_out: decl.d_out as usize,
+                    bias: decl.bias,
+                    layout: decl.layout,
+                    weight: Vec::new(),
+                    bias_data: None,
+                });
+            }
+            other => {
+                c.modules
+                    .insert(m.name.clone(), ModuleRef::Layer(layers.len() as u32));
+                let kind = other.kind();
+                c.layer_kinds.insert(m.name.clone(), kind);
+                layers.push(LayerInit {
+                    name: m.name.clone(),
+                    attrs: other.clone(),
+                    tensors: kind.tensor_names().iter().map(|_| None).collect(),
+                });
+            }
+        }
+        let _ = i;
     }
 
     let mut inputs = Vec::new();
@@ -282,18 +337,54 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
         }
         match (&t.module, t.role) {
             (Some(module), role) => {
-                if role != Role::Param {
-                    return Err(IrError::new(
-                        format!("{path}.role"),
-                        "a module's tensor must have role \"param\"",
-                    ));
-                }
-                let Some(&m) = c.modules.get(module) else {
+                let Some(&mref) = c.modules.get(module) else {
                     return Err(IrError::new(
                         format!("{path}.module"),
                         format!("no module named {module:?}"),
                     ));
                 };
+                let m = match mref {
+                    ModuleRef::Linear(m) => m,
+                    ModuleRef::Layer(l) => {
+                        let layer = &mut layers[l as usize];
+                        let kind = layer.attrs.kind();
+                        let short = t.name.strip_prefix(module.as_str()).and_then(|r| r.strip_prefix('.'));
+                        let index = short
+                            .and_then(|short| kind.tensor_names().iter().position(|n| *n == short))
+                            .ok_or_else(|| {
+                                IrError::new(
+                                    format!("{path}.name"),
+                                    format!(
+                                        "a {}'s tensors are {}",
+                                        kind.name(),
+                                        kind.tensor_names()
+                                            .iter()
+                                            .map(|n| format!("{module}.{n}"))
+                                            .collect::<Vec<_>>()
+                                            .join(", ")
+                                    ),
+                                )
+                            })?;
+                        layer.tensors[index] = Some(TensorData32 {
+                            shape: t.shape,
+                            data: t.data,
+                        });
+                        c.params.insert(
+                            t.name,
+                            ParamRef::Layer {
+                                index: l,
+                                tensor: index as u8,
+                            },
+                        );
+                        continue;
+                    }
+                };
+                if role != Role::Param {
+                    return Err(IrError::new(
+                        format!("{path}.role"),
+                        "a Linear's tensors are params",
+                    ));
+                }
                 let lin = &mut linears[m as usize];
                 let field = module_param_field(&t.name, module).ok_or_else(|| {
                     IrError::new(
@@ -415,6 +506,7 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
         inputs,
         free_params,
         linears,
+        layers,
         body,
         stmts: c.stmts,
         slot_names: c.slot_names,
@@ -541,11 +633,16 @@ impl Compiler {
         if result != ResultKind::Block && s.body.is_some() {
             return Err(s.error("body", format!("{:?} is not a block", s.op)));
         }
-        if s.args.len() != op.args().len() {
+        if s.args.len() < op.args().len() || s.args.len() > op.max_args() {
+            let more = if op.max_args() > op.args().len() {
+                format!(" (up to {} in all)", op.max_args())
+            } else {
+                String::new()
+            };
             return Err(s.error(
                 "args",
                 format!(
-                    "{:?} takes {}, got {} args",
+                    "{:?} takes {}{more}, got {} args",
                     s.op,
                     describe_args(op.args()),
                     s.args.len()
@@ -568,7 +665,33 @@ impl Compiler {
         r.only(op.attr_keys())?;
         let mut unsupported: Option<String> = op.burn_unsupported().map(str::to_owned);
 
+        if op.family().is_some() {
+            let attrs = OpAttrs::read(op, &r)?;
+            if let Some(reason) = attrs.burn_unsupported() {
+                unsupported = Some(reason.to_owned());
+            }
+            let kinds = op.args();
+            let mut args = Vec::with_capacity(s.args.len());
+            for i in 0..s.args.len() {
+                let kind = kinds.get(i).or(kinds.last()).copied();
+                args.push(match kind {
+                    Some(ArgKind::Module) => Arg::Module(self.module_arg(s, i, op)?),
+                    _ => Arg::Value(self.tensor_arg(s, i, defined)?),
+                });
+            }
+            let kind = Kind::Apply {
+                op,
+                attrs,
+                args,
+                out: self.out(s, defined)?,
+            };
+            return Ok(self.finish(stmt, kind, unsupported));
+        }
+
         let kind = match op {
+            Op::Train | Op::Eval => Kind::SetMode {
+                training: op == Op::Train,
+            },
             Op::Repeat => {
                 let a = attrs::Repeat::read(&r)?;
                 let body = Self::body_of(s)?;
@@ -606,9 +729,9 @@ impl Compiler {
                 }
             }
             Op::Linear => {
-                let module = *self.modules.get(&s.args[0]).ok_or_else(|| {
-                    s.error("args[0]", format!("no module named {:?}", s.args[0]))
-                })?;
+                let ModuleRef::Linear(module) = self.module_arg(s, 0, op)? else {
+                    unreachable!("module_arg checks the kind")
+                };
                 let a = self.tensor_arg(s, 1, defined)?;
                 Kind::Linear {
                     module,
@@ -744,6 +867,11 @@ impl Compiler {
             }
         };
 
+        Ok(self.finish(stmt, kind, unsupported))
+    }
+
+    /// The instruction, or `Unsupported` (the first such one is the run's outcome).
+    fn finish(&mut self, stmt: u32, kind: Kind, unsupported: Option<String>) -> Instr {
         if let Some(message) = unsupported {
             if self.unsupported.is_none() {
                 self.unsupported = Some(UnsupportedOp {
@@ -751,12 +879,34 @@ impl Compiler {
                     message,
                 });
             }
-            return Ok(Instr {
+            return Instr {
                 stmt,
                 kind: Kind::Unsupported,
-            });
+            };
         }
-        Ok(Instr { stmt, kind })
+        Instr { stmt, kind }
+    }
+
+    /// A module argument, of the kind the operation calls.
+    fn module_arg(&self, s: &RawStmt, i: usize, op: Op) -> Result<ModuleRef, IrError> {
+        let name = &s.args[i];
+        let m = *self
+            .modules
+            .get(name)
+            .ok_or_else(|| s.error(&format!("args[{i}]"), format!("no module named {name:?}")))?;
+        if let Some(want) = op.module() {
+            let have = match m {
+                ModuleRef::Linear(_) => ModuleKind::Linear,
+                ModuleRef::Layer(_) => self.layer_kinds[name],
+            };
+            if have != want {
+                return Err(s.error(
+                    &format!("args[{i}]"),
+                    format!("{name:?} is a {}, not a {}", have.name(), want.name()),
+                ));
+            }
+        }
+        Ok(m)
     }
 
     fn body_of(s: &RawStmt) -> Result<&Vec<RawStmt>, IrError> {
@@ -794,6 +944,7 @@ fn describe_args(args: &[ArgKind]) -> String {
         ArgKind::Tensor => "tensor",
         ArgKind::Module => "module",
         ArgKind::Optimizer => "optimizer",
+        ArgKind::Scheduler => "scheduler",
     };
     match args {
         [] => "no args".to_owned(),
@@ -895,6 +1046,14 @@ fn operands(kind: &mut Kind) -> (Vec<&mut Src>, Vec<&mut Dst>) {
             defs.extend(out.as_mut());
             defs.extend(alias.as_mut());
         }
+        Kind::Apply { args, out, .. } => {
+            for arg in args.iter_mut() {
+                if let Arg::Value(src) = arg {
+                    uses.push(src);
+                }
+            }
+            defs.extend(out.as_mut());
+        }
         Kind::Binary { a, b, out, .. } => {
             uses.push(a);
             uses.push(b);
@@ -912,6 +1071,7 @@ fn operands(kind: &mut Kind) -> (Vec<&mut Src>, Vec<&mut Dst>) {
             defs.extend(out.as_mut());
         }
         Kind::NewOptimizer { .. }
+        | Kind::SetMode { .. }
         | Kind::Step { .. }
         | Kind::ZeroGrad { .. }
         | Kind::Unsupported

@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::contract::{modules, ModuleKind, DEFAULT_RSS_EVERY, IR_VERSION, MAX_ELEMENTS, MAX_RANK};
+use crate::contract::{ModuleAttrs, ModuleKind, DEFAULT_RSS_EVERY, IR_VERSION, MAX_ELEMENTS, MAX_RANK};
 
 /// Bad IR: which field, and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,16 +61,10 @@ pub struct RawTensor {
     pub module: Option<String>,
 }
 
-/// A module declaration: its constructor's attributes, by kind.
-#[derive(Clone, Debug)]
-pub enum ModuleDecl {
-    Linear(modules::Linear),
-}
-
 #[derive(Clone, Debug)]
 pub struct RawModule {
     pub name: String,
-    pub decl: ModuleDecl,
+    pub decl: ModuleAttrs,
 }
 
 #[derive(Clone, Debug)]
@@ -492,9 +486,7 @@ fn parse_module(value: &Value, path: &str) -> Result<RawModule, IrError> {
         Some(v) => object(v, &format!("{path}.attrs"))?,
     };
     let reader = AttrReader::new(attrs, format!("{path}.attrs"), kind.name());
-    let decl = match kind {
-        ModuleKind::Linear => ModuleDecl::Linear(modules::Linear::read(&reader)?),
-    };
+    let decl = ModuleAttrs::read(kind, &reader)?;
     Ok(RawModule { name, decl })
 }
 

@@ -9,6 +9,7 @@
 //! module's current value, so after `step` it sees the updated param.
 
 pub mod compile;
+pub mod families;
 pub mod ir;
 pub mod ops;
 pub mod p10_ir;
@@ -27,7 +28,9 @@ use burn::tensor::{Device, Gradients, Tensor, TensorData};
 pub use crate::contract::IR_VERSION;
 use crate::contract::{Layout, Op};
 pub use compile::Program;
-use compile::{Instr, Kind, OptimizerConfig, ParamRef, Src, Track};
+use compile::{Arg, Instr, Kind, OptimizerConfig, ParamRef, Src, Track};
+use families::layers::{self, Layer};
+use families::{Ctx, Failed, Operand};
 pub use ir::IrError;
 use ir::Dtype;
 use value::{transpose_host, Dyn, DynBool, DynInt, Flags, TensorValue, Value};
@@ -35,11 +38,13 @@ use value::{transpose_host, Dyn, DynBool, DynInt, Flags, TensorValue, Value};
 use crate::panic_capture::capture;
 use crate::rss;
 
-/// Every param of a program, in a burn module: the Linears, then the free
-/// params by rank (`p1` holds the rank-1 ones, ...), each in declaration order.
+/// Every param of a program, in a burn module: the Linears, the other module
+/// kinds' layers, then the free params by rank (`p1` holds the rank-1 ones,
+/// ...), each in declaration order.
 #[derive(Module, Debug)]
 pub struct ProgramModel {
     pub linears: Vec<Linear>,
+    pub layers: Vec<Layer>,
     pub p1: Vec<Param<Tensor<1>>>,
     pub p2: Vec<Param<Tensor<2>>>,
     pub p3: Vec<Param<Tensor<3>>>,
@@ -73,6 +78,7 @@ impl ProgramModel {
     fn empty() -> Self {
         ProgramModel {
             linears: Vec::new(),
+            layers: Vec::new(),
             p1: Vec::new(),
             p2: Vec::new(),
             p3: Vec::new(),
@@ -102,6 +108,9 @@ impl ProgramModel {
                 3 => Dyn::R3(self.p3[index as usize].val()),
                 _ => Dyn::R4(self.p4[index as usize].val()),
             }),
+            ParamRef::Layer { index, tensor } => {
+                TensorValue::plain(layers::tensor(&self.layers[index as usize], tensor))
+            }
         }
     }
 
@@ -117,6 +126,9 @@ impl ProgramModel {
             }
             ParamRef::Free { rank, index } => {
                 free_param!(self, rank, index, p => *p = p.clone().set_require_grad(require))
+            }
+            ParamRef::Layer { index, tensor } => {
+                layers::set_require_grad(&mut self.layers[index as usize], tensor, require)
             }
         }
     }
@@ -134,6 +146,9 @@ impl ProgramModel {
             ParamRef::Free { rank, index } => {
                 free_param!(self, rank, index, p => *p = p.clone().map(|t| t.add_scalar(s)))
             }
+            ParamRef::Layer { index, tensor } => {
+                layers::add_scalar(&mut self.layers[index as usize], tensor, s)
+            }
         }
     }
 
@@ -147,6 +162,9 @@ impl ProgramModel {
                 3 => self.p3[index as usize].id,
                 _ => self.p4[index as usize].id,
             },
+            ParamRef::Layer { index, tensor } => {
+                layers::param_id(&self.layers[index as usize], tensor)
+            }
         }
     }
 }
@@ -180,6 +198,8 @@ fn error(message: String) -> Stop {
 /// panic may itself panic.
 struct State {
     model: ProgramModel,
+    /// In eval mode: the `valid()` snapshot the module calls use (`eval()` takes it, `train()` drops it).
+    eval_model: Option<ProgramModel>,
     slots: Vec<Option<Value>>,
     optimizers: Vec<Option<(ModuleOptimizer, f64)>>,
     grads: Held,
@@ -279,6 +299,7 @@ impl<'a> Machine<'a> {
             on_checkpoint,
             state: State {
                 model: ProgramModel::empty(),
+                eval_model: None,
                 slots: vec![None; program.slot_names.len()],
                 optimizers: (0..program.optimizer_count).map(|_| None).collect(),
                 grads: Held::None,
@@ -321,6 +342,11 @@ impl<'a> Machine<'a> {
                 weight: Param::from_tensor(weight),
                 bias,
             });
+        }
+        for layer in &p.layers {
+            model
+                .layers
+                .push(layers::build(&layer.attrs, &layer.tensors, &device));
         }
         for (rank, list) in p.free_params.iter().enumerate() {
             for init in list {
@@ -429,6 +455,37 @@ impl<'a> Machine<'a> {
                         (Some(o), _) if o.keep => self.write_tensor(*out, r),
                         (_, al) => self.write_tensor(*al, r),
                     }
+                }
+                Kind::Apply {
+                    op,
+                    attrs,
+                    args,
+                    out,
+                } => {
+                    let mut operands = Vec::with_capacity(args.len());
+                    for arg in args {
+                        operands.push(match arg {
+                            Arg::Value(src) => Operand::Value(self.read(*src)?),
+                            Arg::Module(m) => Operand::Module(*m),
+                        });
+                    }
+                    let device = Device::flex().autodiff();
+                    let ctx = Ctx {
+                        model: self.state.eval_model.as_ref().unwrap_or(&self.state.model),
+                        device: &device,
+                    };
+                    let value = families::apply(*op, attrs, operands, &ctx).map_err(|f| match f {
+                        Failed::Error(message) => error(message),
+                        Failed::Unsupported(message) => Stop::Fail(Outcome::Unsupported, message),
+                    })?;
+                    self.write(*out, value);
+                }
+                Kind::SetMode { training } => {
+                    self.state.eval_model = if *training {
+                        None
+                    } else {
+                        Some(self.state.model.valid())
+                    };
                 }
                 Kind::Binary { op, a, b, out } => {
                     let x = self.tensor(*a)?;
@@ -757,6 +814,7 @@ pub fn run(
         &mut machine.state,
         State {
             model: ProgramModel::empty(),
+            eval_model: None,
             slots: Vec::new(),
             optimizers: Vec::new(),
             grads: Held::None,
