@@ -50,6 +50,7 @@ from . import cases as case_files
 from . import compare, metrics, noise
 from .argtypes import noise_controls, path, positive_int
 from .engine import request_for
+from .errors import ExitCode
 from .execute import execute
 from .fmt import fmt
 from .model.case import Case, RunRef
@@ -209,7 +210,8 @@ def base_step_us(case: Case, runs: list[str], controls: list[noise.Controls], re
                 if sample.reference_median_ms is not None:
                     values.append(sample.reference_median_ms)
             if not values:
-                raise SystemExit(f"calibrate: {run} did not reach its windows; nothing to calibrate")
+                print(f"calibrate: {run} did not reach its windows; nothing to calibrate", file=sys.stderr)
+                raise SystemExit(ExitCode.INFRASTRUCTURE)
             out[f"{run}|{c}"] = round(statistics.median(values) * 1000)
     return out
 
@@ -501,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
             collect_rule(case, runs, factors, args.sessions, args.repeat, not args.no_before, recorder)
         samples = recorder.samples
     print(noisetable(samples) if args.experiment == "noise" else rule_report(samples))
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

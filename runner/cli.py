@@ -19,7 +19,7 @@ from . import cases as case_files
 from . import outputs
 from .argtypes import add_measurement_options, path, positive_int, timeout_seconds
 from .engine import check
-from .errors import Interrupted, RunnerError
+from .errors import ExitCode, Interrupted, RunnerError
 from .frameworks import FRAMEWORKS
 from .fuzz import command as fuzz_command
 from .progress import ConsoleReporter
@@ -96,7 +96,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(summary(doc))
     if args.json:
         print(f"results written to {args.json}")
-    return 0 if doc.summary.failed == 0 else 1
+    return ExitCode.OK if doc.summary.failed == 0 else ExitCode.FAILED
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:

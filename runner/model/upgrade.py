@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 
 from .base import Model, NonNegativeFloat
 from .case import Outcome
 from .results import Metrics, Panic
 
-UpgradeClass = Literal["build-break", "fixed", "new difference", "outcome changed", "performance changed", "same"]
-CLASSES: tuple[str, ...] = UpgradeClass.__args__  # type: ignore[attr-defined]
+
+class UpgradeClass(StrEnum):
+    """The class of one burn run seen before and after an upgrade, in the order
+    the classification tries them: a run gets the first that applies. The
+    values are what `upgrade.json` spells (files written before still read)."""
+
+    BUILD_BREAK = "build-break"
+    FIXED = "fixed"
+    NEW_DIFFERENCE = "new difference"
+    OUTCOME_CHANGED = "outcome changed"
+    PERFORMANCE_CHANGED = "performance changed"
+    SAME = "same"
+
+    @classmethod
+    def by_findings(cls) -> list[UpgradeClass]:
+        """The classes a run earns by what was found on both sides (in order): every
+        class but a build break (no second side to compare) and `same` (nothing found)."""
+        return [c for c in cls if c not in (cls.BUILD_BREAK, cls.SAME)]
 
 
 class Build(Model):
@@ -45,7 +62,7 @@ class Classified(Model):
 
     case: str
     run: str
-    klass: UpgradeClass
+    klass: Annotated[UpgradeClass, Field(strict=False)]  # `class` in upgrade.json
     findings: list[str] = []
     performance: dict[str, Any] | None = None
     before: Side | None = None

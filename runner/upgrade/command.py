@@ -22,11 +22,11 @@ from .. import outputs
 from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..compare import RULE
 from ..engine import RunKey, judged_document, run_all
-from ..errors import Interrupted
+from ..errors import ExitCode, Interrupted
 from ..frameworks import adapter_for
 from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
-from ..model.upgrade import CLASSES, Build, Classified, UpgradeReport
+from ..model.upgrade import Build, Classified, UpgradeClass, UpgradeReport
 from ..progress import ConsoleReporter
 from ..results import Measurement, dump, keep_partial, machine_state, now
 from ..signals import say
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         to=builds["to"],
         rule=RULE,
         torch_runs="run once and shared by both sides: torch does not depend on burn",
-        counts=dict(Counter(c.klass for c in classes)),
+        counts=dict(Counter(c.klass.value for c in classes)),
         runs=classes,
     )
     results = {side: dump(doc) for side, doc in side_docs.items() if doc is not None}
@@ -166,12 +166,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"written: {out / 'upgrade.json'}, {out / 'upgrade.md'}")
 
     if errors:
-        return 3
-    return 0 if all(c.klass == "same" for c in classes) else 1
+        return ExitCode.INFRASTRUCTURE
+    return ExitCode.OK if all(c.klass == UpgradeClass.SAME for c in classes) else ExitCode.FAILED
 
 
-def _grouped(report: UpgradeReport) -> Iterator[tuple[str, list[Classified]]]:
-    for klass in CLASSES:
+def _grouped(report: UpgradeReport) -> Iterator[tuple[UpgradeClass, list[Classified]]]:
+    for klass in UpgradeClass:
         rows = [r for r in report.runs if r.klass == klass]
         if rows:
             yield klass, rows
