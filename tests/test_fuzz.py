@@ -22,7 +22,7 @@ from runner.fuzz.command import summary
 from runner.fuzz.generate import GENERATED, ops_of, programs
 from runner.fuzz.judge import Divergence, compare, growth
 from runner.fuzz.pool import WorkerPool
-from runner.fuzz.record import write
+from runner.fuzz.record import RunSummary, write
 from runner.model.results import RawRun, from_data
 from runner.program import data, syntax
 
@@ -311,11 +311,15 @@ def test_a_planted_bug_is_found_shrunk_and_written_with_a_reproducer(tmp_path):
     f = planted[0]
     statements = [op for op in ops_of(f.program) if op != "observe"]
     assert len(statements) <= 6, syntax.unparse(f.program)
-    runs = {"torch": {"outcome": "ok", "failure": None}, "burn": {"outcome": "ok", "failure": None}}
+    runs = {"torch": RunSummary("ok"), "burn": RunSummary("ok")}
     paths = write(f, tmp_path / "found", 3, runs)
-    case = cases.load_case(Path(paths["case"]))
+    case = cases.load_case(Path(paths.case))
     assert case.pairs and case.pairs[0].differ
-    assert Path(paths["torch"]).is_file()
+    assert Path(paths.torch).is_file()
+    # Its [about] says in words what differs and awaits a person's judgement.
+    assert case.about is not None and case.about.awaits_judgement
+    assert case.about.title.startswith("The values of") and "PyTorch" in case.about.title
+    assert "{" not in case.about.torch and case.about.torch.startswith("PyTorch ran the program: ok;")
 
 
 # ---- a short, seeded campaign against the real frameworks ----------------------------------------

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 
+from ..model.fuzz import Coverage
 from ..program import data as program_data
 from ..program.ir import ParsedProgram, walk
 from . import known
@@ -233,15 +234,14 @@ class Campaign:
         self.stats.seconds = time.monotonic() - started
         return self.stats
 
-    def coverage(self, at_least: int = 10) -> dict[str, Any]:
+    def coverage(self, at_least: int = 10) -> Coverage:
         """How often each generated operation ran, and which ran fewer than `at_least` times."""
         counts = {op: self.stats.ops.get(op, 0) for op in GENERATED if op not in ("observe",)}
         rare = sorted(op for op, n in counts.items() if n < at_least)
-        possible = len(counts) ** 2
-        return {
-            "ops": counts,
-            "below": rare,
-            "at_least": at_least,
-            "pairs_seen": len(self.stats.pairs),
-            "pairs_possible": possible,
-        }
+        return Coverage(
+            ops=counts,
+            below=rare,
+            at_least=at_least,
+            pairs_seen=len(self.stats.pairs),
+            pairs_possible=len(counts) ** 2,
+        )
