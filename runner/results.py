@@ -43,7 +43,6 @@ from .model.results import (
 )
 from .paths import PROJECT_ROOT
 from .procinfo import cpu_model
-from .program import render_rust, render_torch
 from .signals import say
 
 SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)
@@ -135,12 +134,7 @@ def case_info(case: Case) -> CaseInfo:
     programs: dict[str, ProgramInfo] = {}
     if isinstance(case, ProgramCase):
         for variant, source in case.program.sources().items():
-            program = case.programs.get(variant)
-            programs[variant] = ProgramInfo(
-                source=source.strip("\n"),
-                torch_code=render_torch.sketch(program) if program is not None else None,
-                burn_code=render_rust.sketch(program) if program is not None else None,
-            )
+            programs[variant] = ProgramInfo(source=source.strip("\n"))
     return CaseInfo(
         name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs, programs=programs
     )

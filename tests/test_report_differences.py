@@ -206,8 +206,8 @@ def test_a_program_case_card_shows_value_errors_flags_and_where_burn_stopped(pro
     assert '<td class="prop">flags of out</td><td>tracked true, requires_grad false</td><td>tracked false' in cards
     assert "burn/no_grad stopped (op 2 no_grad, line 1): burn has no no_grad scope" in cards
     # the program itself, as PyTorch and as burn code, side by side
-    assert "<figcaption>PyTorch</figcaption><pre><code>lin = torch.nn.Linear(4, 3)" in cards
-    assert "<figcaption>burn</figcaption><pre><code>let lin = LinearConfig::new(4, 3).init(&amp;device);" in cards
+    assert "<figcaption>PyTorch</figcaption><pre><code>lin = torch.nn.Linear(4, 3, bias=True)" in cards
+    assert "lin: LinearConfig::new(4, 3).with_bias(true).init(&amp;device)" in cards
     assert "values of out shape [2, 3], first [0.5, -1.25, 2] vs shape [2, 3], first [0.25, -1, 1.75] ✓" in md
 
 

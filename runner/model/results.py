@@ -376,7 +376,7 @@ class Provenance(Model):
     rustc: str | None = None
     python: str | None = None
     cpu: str
-    machine: str
+    machine: str  # the processor architecture, as platform.machine() names it (x86_64, aarch64)
     system: str
     cores: Annotated[int, Field(ge=1, le=1 << 20)] | None = None
     git_commit: str | None = None
@@ -412,11 +412,18 @@ class PairInfo(Model):
 
 
 class ProgramInfo(Model):
-    """One variant of a program case, as source and as the code it stands for."""
+    """One variant of a program case, as its source (the report renders the
+    PyTorch and burn code it stands for, `runner.report.code`)."""
 
     source: str
-    torch_code: str | None = None
-    burn_code: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rendered_code_is_not_kept(cls, data: Any) -> Any:
+        """Results written before kept the rendered code too (`torch_code`, `burn_code`): read, and left."""
+        if isinstance(data, dict) and ("torch_code" in data or "burn_code" in data):
+            return {k: v for k, v in data.items() if k not in ("torch_code", "burn_code")}
+        return data
 
 
 class CaseInfo(Model):

@@ -17,6 +17,7 @@ from typing import Any
 from ..frameworks import P10_MODES
 from ..model.case import RunRef
 from . import svg
+from .code import ProgramCode
 
 # Okabe-Ito
 BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, BLACK, YELLOW = (
@@ -92,12 +93,12 @@ def holds_text(holds: tuple[int, int]) -> str:
     return f"holds on {passed} of {checked} machines"
 
 
-def code_pair(source: str, torch_code: str | None, burn_code: str | None) -> str:
+def code_pair(code: ProgramCode) -> str:
     """A program as PyTorch and as burn code, side by side (its source where a rendering is missing)."""
     return (
         '<div class="code2">'
-        f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(torch_code or source)}</code></pre></figure>"
-        f"<figure><figcaption>burn</figcaption><pre><code>{e(burn_code or source)}</code></pre></figure></div>"
+        f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(code.torch or code.source)}</code></pre></figure>"
+        f"<figure><figcaption>burn</figcaption><pre><code>{e(code.burn or code.source)}</code></pre></figure></div>"
     )
 
 
@@ -144,6 +145,8 @@ input.filter { font: inherit; font-size: 13px; padding: 2px 6px; margin: .4em 0 
 .cards { display: grid; gap: 12px; }
 .card { overflow-wrap: break-word; border: 1px solid #aaa; border-left: 7px solid var(--burn); border-radius: 4px; padding: .5em .9em .7em; background: #fff; }
 .card.gone { border-left-color: var(--fix); border-left-style: double; }
+.card.agreement { border-left-color: var(--fix); } .card.awaits { border-left-style: dashed; }
+h3.kind { margin: 1.1em 0 .45em; font-size: 1.02em; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
 .card h3 { margin: .1em 0 .4em; font-size: 1.12em; } .card h3 .case { font-weight: normal; color: var(--muted); font-size: .85em; }
 .card .body { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 6fr); gap: .3em 1.4em; }
 .card .label { font-size: 11.5px; font-weight: bold; text-transform: uppercase; letter-spacing: .05em; margin: .35em 0 .05em; }

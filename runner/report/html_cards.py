@@ -1,17 +1,21 @@
 """The first screen of `report.html`: one card per known difference (what
 PyTorch does, what burn does, the evidence from this run, the fix, the burn
-versions it was seen on), then the expectations that do not hold."""
+versions it was seen on), grouped and ordered by harm (`runner.harm`); then
+the cases where both frameworks agree, in cards of their own; then the
+expectations that do not hold."""
 
 from __future__ import annotations
 
 from ..fmt import fmt, observed_text
-from .differences import ROLE_DIFFERENCE, ROLE_FIX, Difference, Fact, PairEvidence, slug
+from ..harm import Harm
+from .differences import ROLE_AGREEMENT, ROLE_DIFFERENCE, ROLE_FIX, Difference, Fact, PairEvidence, slug
 from .html_base import code_pair, e, holds_text, prose, verdict
 from .model import Report
 
 ROLE_TEXT = {
     ROLE_DIFFERENCE: "the difference",
     ROLE_FIX: "the fix, against PyTorch",
+    ROLE_AGREEMENT: "the same in both",
 }
 
 
@@ -66,7 +70,8 @@ def _evidence(diff: Difference, machines: int) -> str:
 
 def _sightings(diff: Difference) -> str:
     if not diff.sightings:
-        return '<p class="note">No run with the pair verdicts of this difference.</p>'
+        what = "agreement" if diff.agrees else "difference"
+        return f'<p class="note">No run with the pair verdicts of this {what}.</p>'
     chips = "".join(
         f'<span class="chip {s.state.replace(" ", "-")}">burn {e(s.burn)}: {e(s.text())}</span>' for s in diff.sightings
     )
@@ -89,19 +94,40 @@ def _programs(diff: Difference) -> str:
     if not diff.programs:
         return ""
     blocks = []
-    for name, (source, torch_code, burn_code) in diff.programs.items():
-        blocks.append(f'<p class="note">variant <code>{e(name)}</code></p>' + code_pair(source, torch_code, burn_code))
+    for name, code in diff.programs.items():
+        blocks.append(f'<p class="note">variant <code>{e(name)}</code></p>' + code_pair(code))
     return f"<details><summary>The program, as PyTorch and as burn code</summary>{''.join(blocks)}</details>"
+
+
+AWAITS = (
+    '<p class="lede awaits">Awaits a judgement: the fuzzer found this divergence and no one has yet said '
+    "whether it is a burn bug, a torch quirk or a documented difference. What the runs showed:</p>"
+)
+
+
+def _state(diff: Difference) -> str:
+    if diff.agrees:
+        if diff.state == "not seen":
+            return '<p class="lede">Does not hold in this run: the frameworks differ here (see the evidence).</p>'
+        if diff.state == "partly":
+            return '<p class="lede">Partly holds in this run: some of its claims do not (FAIL below).</p>'
+        return ""
+    if diff.state == "not seen":
+        return '<p class="lede">Not seen in this run: no claim of the difference holds (see the evidence).</p>'
+    if diff.state == "partly":
+        return '<p class="lede">Partly seen in this run: some claims of the difference do not hold (FAIL below).</p>'
+    return ""
 
 
 def card(diff: Difference, machines: int) -> str:
     gone = diff.state == "not seen"
-    state = ""
-    if gone:
-        state = '<p class="lede">Not seen in this run: no claim of the difference holds (see the evidence).</p>'
-    elif diff.state == "partly":
-        state = '<p class="lede">Partly seen in this run: some claims of the difference do not hold (FAIL below).</p>'
-    if diff.documented:
+    state = _state(diff)
+    if diff.awaits_judgement:
+        about = (
+            AWAITS + f'<p class="label torch">PyTorch</p><p>{_runs_text(diff, "a")}</p>'
+            f'<p class="label burn">burn</p><p>{_runs_text(diff, "b")}</p>'
+        )
+    elif diff.documented:
         about = (
             f'<p class="label torch">PyTorch</p><p>{prose(diff.torch)}</p>'
             f'<p class="label burn">burn</p><p>{prose(diff.burn)}</p>'
@@ -113,36 +139,66 @@ def card(diff: Difference, machines: int) -> str:
             f'<p class="label torch">PyTorch</p><p>{_runs_text(diff, "a")}</p>'
             f'<p class="label burn">burn</p><p>{_runs_text(diff, "b")}</p>'
         )
-    fix = (
-        f'<p class="label fix">Fix</p><p class="fixtext">{prose(diff.fix)}</p>'
-        if diff.fix
-        else '<p class="label fix">Fix</p><p class="note">None declared: no <code>same</code> pair from this '
-        "PyTorch run to a burn run.</p>"
-    )
+    label = "In burn" if diff.agrees else "Fix"
+    if diff.awaits_judgement:
+        fix = f'<p class="label fix">{label}</p><p class="note">None yet: it awaits a judgement.</p>'
+    elif diff.fix:
+        fix = f'<p class="label fix">{label}</p><p class="fixtext">{prose(diff.fix)}</p>'
+    else:
+        fix = (
+            f'<p class="label fix">{label}</p><p class="note">None declared: no <code>same</code> pair from this '
+            "PyTorch run to a burn run.</p>"
+        )
     sources = (
         f'<p class="sources">Sources: {", ".join(f"<code>{e(s)}</code>" for s in diff.sources)}</p>'
         if diff.sources
         else ""
     )
+    kind = diff.standing.harm.word if diff.standing.harm is not None else "agreement"
+    classes = " ".join(["card", kind, *(["gone"] if gone else []), *(["awaits"] if diff.awaits_judgement else [])])
     return (
-        f'<article class="card{" gone" if gone else ""}" id="{e(diff.anchor)}" data-case="{e(diff.case)}">'
+        f'<article class="{classes}" id="{e(diff.anchor)}" data-case="{e(diff.case)}">'
         f'<h3>{e(diff.title)} <span class="case">· case <a href="#case-{slug(diff.case)}">{e(diff.case)}</a></span></h3>'
         f'{state}<div class="body"><div class="about">{about}{fix}'
-        f'<p class="label">Seen on</p>{_sightings(diff)}{sources}</div>'
+        f'<p class="label">{"Held on" if diff.agrees else "Seen on"}</p>{_sightings(diff)}{sources}</div>'
         f'<div class="evidence-col">{_evidence(diff, machines)}{_programs(diff)}</div></div></article>'
     )
 
 
 def section(report: Report) -> str:
-    diffs = report.differences
-    n = len(diffs)
+    """The differences, one group per kind of harm (most harmful first), and the headline that counts them."""
+    diffs = report.differing
+    machines = len(report.machines)
     intro = (
-        f"<h2>What differs: {n} known difference{'s' * (n != 1)}</h2>"
-        if n
+        f'<h2>What differs: {e(report.headline())}</h2><p class="note">Ordered by what hurts a porter most: '
+        "a crash or panic, then silently different values, then growth, then a different default.</p>"
+        if diffs
         else "<h2>What differs</h2><p>No case of this report claims a difference between PyTorch and burn.</p>"
     )
-    cards = "".join(card(d, len(report.machines)) for d in diffs)
-    return f'<section id="differences">{intro}<div class="cards">{cards}</div></section>'
+    groups = []
+    for harm in Harm:
+        mine = [d for d in diffs if d.standing.harm == harm]
+        if mine:
+            cards = "".join(card(d, machines) for d in mine)
+            groups.append(
+                f'<h3 class="kind" id="kind-{harm.word}">{e(harm.text.capitalize())} ({len(mine)})</h3>'
+                f'<div class="cards">{cards}</div>'
+            )
+    return f'<section id="differences">{intro}{"".join(groups)}</section>'
+
+
+def agreements(report: Report) -> str:
+    """The cases where both frameworks do the same: worth knowing when porting, so they keep their cards."""
+    same = report.agreeing
+    if not same:
+        return ""
+    n = len(same)
+    cards = "".join(card(d, len(report.machines)) for d in same)
+    return (
+        f'<section id="agreements"><h2>Where both frameworks agree: {n} case{"s" * (n != 1)}</h2>'
+        '<p class="note">PyTorch and burn do the same here: what to write in burn, with the evidence that '
+        f'it holds.</p><div class="cards">{cards}</div></section>'
+    )
 
 
 def failing(report: Report) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from ..fmt import fmt, gflops_text, outcome_text, repeated, slope_text
 from ..model.results import CaseInfo, RunRecord
 from . import svg
+from .code import program_code
 from .differences import slug, summarize
 from .html_base import code_pair, e, mode_style, num, pair_styles, prose, table, verdict
-from .machines import Machine
-from .model import PAIR_ROWS, Pair, Report, claim_text, run_cell, side_key
+from .machines import MachineResults
+from .model import PAIR_ROWS, Report, run_cell
+from .pairs import Pair, claim_text, side_key
 
 PANEL_POINTS = 200  # points per series in a small panel (each about 2 px wide)
 
@@ -62,7 +64,7 @@ def _planned(runs: list[RunRecord]) -> float:
     return float(max(max(r.metrics.last_window[1] if r.metrics.last_window else 0, len(r.step_ms)) for r in runs))
 
 
-def _pair_panels(report: Report, case: str, machine: Machine, pairs: list[Pair]) -> str:
+def _pair_panels(report: Report, case: str, machine: MachineResults, pairs: list[Pair]) -> str:
     panels = []
     for pair in pairs:
         present = [(ref, r) for ref in (pair.a, pair.b) if (r := machine.run(side_key(case, ref))) is not None]
@@ -132,7 +134,7 @@ def _pair_panels(report: Report, case: str, machine: Machine, pairs: list[Pair])
     )
 
 
-def _full_plots(case: str, machine: Machine) -> str:
+def _full_plots(case: str, machine: MachineResults) -> str:
     runs = machine.runs_of(case)
     modes = [r.mode for r in runs]
     step_series, rss_series = [], []
@@ -210,7 +212,7 @@ def runs_table(report: Report, case: str) -> str:
     return table(header, rows, "runs sortable", f"runs of {case}")
 
 
-def _checkpoint_table(case: str, machine: Machine) -> str:
+def _checkpoint_table(case: str, machine: MachineResults) -> str:
     runs = machine.runs_of(case)
     steps = sorted({c.step for r in runs for c in r.checkpoints})
     header = ["run"] + [f"step {s}" for s in steps] + ["tracked", "flags at the last checkpoint"]
@@ -266,7 +268,7 @@ def _programs(info: CaseInfo) -> str:
         return ""
     blocks = []
     for name, p in info.programs.items():
-        blocks.append(f"<h4>Variant <code>{e(name)}</code></h4>" + code_pair(p.source, p.torch_code, p.burn_code))
+        blocks.append(f"<h4>Variant <code>{e(name)}</code></h4>" + code_pair(program_code(p.source)))
     return "<h3>Programs</h3>" + "".join(blocks)
 
 
@@ -284,7 +286,7 @@ def _observation_cells(run: RunRecord | None, label: str) -> list[str]:
     ]
 
 
-def _observations(report: Report, case: str, machine: Machine) -> str:
+def _observations(report: Report, case: str, machine: MachineResults) -> str:
     runs = machine.runs_of(case)
     if not any(r.observations for r in runs):
         return ""

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from ..fmt import fmt
 from . import svg
 from .html_base import BURN, TORCH, e, num, table
-from .machines import Machine
+from .machines import MachineResults
 from .model import Report
-from .trend import RunKey, RunNumbers, Snapshot, version_changes
+from .pairs import RunKey
+from .trend import RunNumbers, Snapshot, version_changes
 from .upgrades import UpgradeCheck
 
 ENTRY_ROWS = 10  # snapshots in the table of every entry (newest)
@@ -50,7 +51,7 @@ def _upgrade_text(checks: list[UpgradeCheck], key: RunKey) -> str:
     return "; ".join(out)
 
 
-def _machine(report: Report, machine: Machine, line: list[Snapshot]) -> str:
+def _machine(report: Report, machine: MachineResults, line: list[Snapshot]) -> str:
     if not line:
         return ""
     changes = version_changes(line)

@@ -10,9 +10,10 @@ box to the tables, and opens every disclosure for printing."""
 
 from __future__ import annotations
 
+from ..errors import ExitCode
 from ..fmt import fmt, observed_text
 from ..model.results import CaseInfo
-from . import fuzzing, html_cards, html_details, html_history
+from . import html_cards, html_details, html_fuzz, html_history
 from .differences import slug
 from .html_base import CSS, SCRIPT, e, table, verdict
 from .model import RSS_NOTE, Report, previous_text
@@ -108,12 +109,14 @@ def _infos(report: Report) -> dict[str, CaseInfo]:
 
 
 def _header(report: Report) -> str:
-    status_cls = "ok" if report.exit_code == 0 else "attention"
+    status_cls = "ok" if report.exit_code == ExitCode.OK else "attention"
     burns = ", ".join(dict.fromkeys(m.provenance.burn or "?" for m in report.machines))
     torches = ", ".join(dict.fromkeys(m.provenance.torch or "?" for m in report.machines))
     machines = ", ".join(m.label for m in report.machines)
     cases = report.cases()
-    links = [("#differences", "Differences"), ("#changes", "Changes"), ("#history", "History")]
+    links = [("#differences", "Differences")]
+    links += [("#agreements", "Agreements")] if report.agreeing else []
+    links += [("#changes", "Changes"), ("#history", "History")]
     links += [(f"#case-{slug(c)}", f"Case {c}") for c in cases]
     links += [("#expectations", "Expectations"), ("#provenance", "Provenance")]
     nav = " ".join(f'<a href="{href}">{e(text)}</a>' for href, text in links)
@@ -135,10 +138,11 @@ def render(report: Report) -> str:
         _header(report),
         "<main>",
         html_cards.section(report),
+        html_cards.agreements(report),
         html_cards.failing(report),
         _changes(report),
         html_history.section(report),
-        fuzzing.html(report.fuzz),
+        html_fuzz.section(report.fuzz),
     ]
     parts += [html_details.section(report, case, infos.get(case)) for case in report.cases()]
     parts += [_expectations(report), "</main>", _footer(report), f"<script>{SCRIPT}</script>", "</body></html>\n"]

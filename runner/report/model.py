@@ -6,21 +6,20 @@ the exit code; the difference cards, the history view and the upgrade checks
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..compare import RULE
+from ..errors import ExitCode
 from ..fmt import fmt, outcome_text
-from ..model.case import RunRef
-from ..model.results import Provenance, RunRecord, Verdict, pair_check
+from ..harm import Harm, headline
+from ..model.results import Provenance, RunRecord, Verdict
 from .changes import Change
-from .fuzzing import FuzzSummary
+from .differences import Difference
+from .fuzzing import FuzzSection
 from .history import Entry
-from .machines import Machine
-
-if TYPE_CHECKING:
-    from .differences import Difference
-    from .trend import HistoryView
-    from .upgrades import Unreadable, UpgradeCheck
+from .machines import MachineResults
+from .pairs import Pair
+from .trend import HistoryView
+from .upgrades import Unreadable, UpgradeCheck
 
 # The pair table's rows: (label, property the pair may claim same/differ on).
 PAIR_ROWS = (
@@ -47,25 +46,8 @@ class Comparison:
 
 
 @dataclass
-class Pair:
-    case: str
-    a: RunRef
-    b: RunRef
-    reason: str
-    claims: dict[str, str] = field(default_factory=dict)  # property -> "same" or "differ"
-
-    @property
-    def subject(self) -> str:
-        return f"{self.a} ~ {self.b}"
-
-    def claim_key(self, prop: str, relation: str | None = None) -> tuple[str, str, str]:
-        """The key of the verdict on `prop` (`Verdict.key`), for the claim's relation or `relation`."""
-        return self.case, self.subject, pair_check(relation or self.claims.get(prop), prop)
-
-
-@dataclass
 class Report:
-    machines: list[Machine]
+    machines: list[MachineResults]
     comparisons: list[Comparison]
     generated: str
     rule: str = RULE
@@ -73,7 +55,22 @@ class Report:
     history: HistoryView | None = None
     upgrades: list[UpgradeCheck] = field(default_factory=list)
     unreadable_upgrades: list[Unreadable] = field(default_factory=list)
-    fuzz: FuzzSummary | None = None
+    fuzz: FuzzSection | None = None
+
+    @property
+    def differing(self) -> list[Difference]:
+        """The cards of differences, most harmful first (`runner.harm`)."""
+        return [d for d in self.differences if not d.agrees]
+
+    @property
+    def agreeing(self) -> list[Difference]:
+        """The cards of cases where both frameworks do the same."""
+        return [d for d in self.differences if d.agrees]
+
+    def headline(self) -> str:
+        """`13 differences (4 a panic or error on one side, ...); 5 cases where both frameworks agree`"""
+        harms: list[Harm] = [d.standing.harm for d in self.differing if d.standing.harm is not None]
+        return headline(harms, len(self.agreeing))
 
     @property
     def failed(self) -> int:
@@ -84,13 +81,13 @@ class Report:
         return sum(len(c.changes) for c in self.comparisons)
 
     @property
-    def partial(self) -> list[Machine]:
+    def partial(self) -> list[MachineResults]:
         """Machines whose results stop early (a check interrupted by a signal)."""
         return [m for m in self.machines if m.doc.partial]
 
     @property
-    def exit_code(self) -> int:
-        return 0 if self.failed == 0 and self.changed == 0 and not self.partial else 1
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.failed == 0 and self.changed == 0 and not self.partial else ExitCode.FAILED
 
     def status(self) -> str:
         if self.partial:
@@ -145,7 +142,7 @@ class Report:
                 pair.claims.setdefault(e.property, e.relation)
         return list(found.values())
 
-    def claim_verdict(self, machine: Machine, pair: Pair, prop: str) -> bool | None:
+    def claim_verdict(self, machine: MachineResults, pair: Pair, prop: str) -> bool | None:
         verdict = machine.verdict(pair.claim_key(prop))
         return None if verdict is None else verdict.passed
 
@@ -175,13 +172,3 @@ def previous_text(comparison: Comparison) -> str:
     commit = ((prov.git_commit if prov else None) or "unknown")[:10]
     burn = (prov.burn if prov else None) or (comparison.previous.burn if comparison.previous else "?")
     return f"burn {burn}, commit {commit}"
-
-
-def claim_text(pair: Pair) -> str:
-    """`differ: tracked, grows`"""
-    groups = [(rel, [p for p, r in pair.claims.items() if r == rel]) for rel in ("same", "differ")]
-    return "; ".join(f"{rel}: {', '.join(props)}" for rel, props in groups if props)
-
-
-def side_key(case: str, side: RunRef) -> tuple[str, str, str]:
-    return case, side.framework, side.mode

@@ -18,13 +18,11 @@ from ..errors import BadInput
 from ..fmt import outcome_text
 from ..model.results import ResultsDocument, RunRecord
 from .history import History, stamp_of
-from .machines import Machine, fingerprint, utc
+from .machines import MachineResults, fingerprint, utc
+from .pairs import ClaimKey, RunKey
 
 # Entries read per machine (the newest); ~16 ms each.
 HISTORY_LIMIT = 120
-
-RunKey = tuple[str, str, str]
-ClaimKey = tuple[str, str, str]  # (case, subject, check) as `Verdict.key`
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,7 @@ class Snapshot:
     burn: str
     commit: str | None
     fingerprint: str
-    machine: str
+    architecture: str  # the processor architecture (`Provenance.machine`: x86_64, aarch64)
     source: str  # "history", "this run", "upgrade check"
     runs: dict[RunKey, RunNumbers] = field(default_factory=dict)
     claims: dict[ClaimKey, bool] = field(default_factory=dict)  # pair verdicts: passed
@@ -67,7 +65,7 @@ class Snapshot:
             burn=p.burn or "unknown",
             commit=p.git_commit,
             fingerprint=fingerprint(p),
-            machine=p.machine,
+            architecture=p.machine,
             source=source,
             runs={r.key: RunNumbers.of(r) for r in doc.runs},
             claims={e.key: e.passed for e in doc.expectations if e.b is not None},
@@ -90,7 +88,7 @@ class HistoryView:
     def all(self) -> list[Snapshot]:
         return [s for line in self.timelines.values() for s in line]
 
-    def timeline(self, machine: Machine) -> list[Snapshot]:
+    def timeline(self, machine: MachineResults) -> list[Snapshot]:
         return self.timelines.get(machine.fingerprint, [])
 
 
@@ -99,7 +97,7 @@ def version_changes(line: list[Snapshot]) -> list[int]:
     return [i for i in range(1, len(line)) if line[i].burn != line[i - 1].burn]
 
 
-def load(history: History, machines: list[Machine], limit: int = HISTORY_LIMIT) -> HistoryView:
+def load(history: History, machines: list[MachineResults], limit: int = HISTORY_LIMIT) -> HistoryView:
     view = HistoryView()
     current = {(m.fingerprint, stamp_of(m.provenance)) for m in machines}
     by_machine: dict[str, list[Snapshot]] = {}
