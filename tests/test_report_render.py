@@ -153,7 +153,10 @@ def test_cards_come_first_one_per_torch_vs_burn_difference(rendered):
     # results from before case info was recorded: one card per torch-vs-burn pair that claims a difference
     assert cards.count('<article class="card') == 2
     # counted by kind, and ordered by harm: the panic first, then the values (and growth) that differ silently
-    assert "What differs: 2 differences (1 a panic or error on one side, 1 silently different values or gradients)" in cards
+    assert (
+        "What differs: 2 differences (1 a panic or error on one side, 1 silently different values or gradients)"
+        in cards
+    )
     assert cards.index("burn/target panicked at step 3") < cards.index("burn&#x27;s detach() on a parameter keeps")
     assert "burn&#x27;s detach() on a parameter keeps require_grad" in cards
     assert "torch/target vs burn/target" in cards and "burn/target panicked at step 3: Cannot run backward" in cards

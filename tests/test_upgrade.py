@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from runner import cases
+from runner import burn_sources as sources
+from runner import cases, probe_build
 from runner.errors import BadInput
 from runner.metrics import measured
 from runner.model.results import RawRun, from_data
 from runner.paths import target_dir
-from runner.upgrade import build as probe_build
-from runner.upgrade import sources
 from runner.upgrade.classify import classify
 from runner.versions import parse as parse_version
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from .. import burn_sources, probe_build
 from ..argtypes import budget_seconds, nonempty, path, positive_int, timeout_seconds
 from ..atomic import write_text
 from ..engine import available
@@ -118,10 +119,7 @@ def run(args: argparse.Namespace) -> int:
     env: dict[str, str] = {}
     burn_label = "installed probe"
     if args.burn:
-        from ..upgrade import build as probe_build
-        from ..upgrade import sources
-
-        source = sources.resolve(sources.parse(args.burn, "--burn"))
+        source = burn_sources.resolve(burn_sources.parse(args.burn, "--burn"))
         built = probe_build.build(source, say)
         if not built.ok or built.probe is None:
             raise Infrastructure(

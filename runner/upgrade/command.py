@@ -17,8 +17,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from .. import burn_sources as sources
 from .. import cases as case_files
-from .. import outputs
+from .. import outputs, probe_build
 from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..compare import RULE
 from ..engine import RunKey, judged_document, run_all
@@ -30,8 +31,6 @@ from ..model.upgrade import Build, Classified, UpgradeClass, UpgradeReport
 from ..progress import ConsoleReporter
 from ..results import Measurement, dump, keep_partial, machine_state, now
 from ..signals import say
-from . import build as probe_build
-from . import sources
 from .classify import classify
 
 
