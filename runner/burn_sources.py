@@ -12,9 +12,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadInput, Infrastructure
+from .errors import BadInput, Infrastructure, quote
 from .inputs import MAX_PATH_CHARS, check_path_argument
-from .model.base import quote
 from .paths import PROBE_MANIFEST
 from .versions import is_version
 

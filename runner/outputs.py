@@ -22,9 +22,8 @@ import tempfile
 from pathlib import Path
 
 from .atomic import not_regular, write_text, write_together
-from .errors import BadInput, Infrastructure
+from .errors import BadInput, Infrastructure, quote
 from .inputs import check_path_argument
-from .model.base import quote
 from .paths import cache_dir
 
 

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 
 from . import noise, outputs
 from .cost import cpu_peak
-from .errors import BadInput, Interrupted, RunnerError
+from .errors import BadInput, Interrupted, RunnerError, quote
 from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
 from .model import migrate
-from .model.base import describe_errors, quote
+from .model.base import describe_errors
 from .model.case import Case, ProgramCase
 from .model.results import (
     BUNDLE_KEY,

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-# Messages quote at most this many characters of a bad value.
-QUOTE_LIMIT = 80
+from ..errors import QUOTE_LIMIT, quote
+
 # Integers a double holds exactly; far above any step, byte or core count.
 MAX_COUNT = 2**53
 # A measured quantity beyond this (1e15 ms is 30,000 years) is not a measurement.
@@ -66,14 +66,6 @@ def _shallow(value: Any) -> Any:
 
 
 ShallowJson = Annotated[JsonValue, AfterValidator(_shallow)]
-
-
-def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """`repr(value)`, shortened to `limit` characters with the length said."""
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 3]}... ({len(text)} characters)"
 
 
 def key_path(loc: tuple[int | str, ...]) -> str:

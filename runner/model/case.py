@@ -16,8 +16,9 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
 
 from .. import limits, versions
+from ..errors import quote
 from ..frameworks import FRAMEWORKS, modes_of
-from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt, quote
+from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt
 
 Framework = Literal["torch", "burn"]
 # `unsupported`: a program used an operation the framework does not have (not an error of the runner).

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import write_together
-from ..errors import BadInput, Infrastructure
+from ..errors import BadInput, Infrastructure, quote
 from ..inputs import read_json
-from ..model.base import quote
 from ..model.results import Provenance, ResultsDocument
 from ..results import dump, load_results
 from .machines import MachineResults, utc
