@@ -52,7 +52,7 @@ from .argtypes import noise_controls, path, positive_int
 from .engine import request_for
 from .errors import ExitCode
 from .execute import execute
-from .fmt import fmt
+from .fmt import value_text
 from .model.case import Case, RunRef
 from .terminal import table
 
@@ -144,8 +144,8 @@ class Recorder:
         load = "-" if sample.load_before is None else f"{sample.load_before:.1f}"
         print(
             f"  [{sample.experiment} s{sample.session} r{sample.repeat}] {sample.run} x{sample.factor:g} "
-            f"({sample.controls}): ref {fmt(sample.reference_median_ms, '.3f')} ms, last "
-            f"{fmt(sample.last_median_ms, '.3f')} ms, load {load}",
+            f"({sample.controls}): ref {value_text(sample.reference_median_ms, '.3f')} ms, last "
+            f"{value_text(sample.last_median_ms, '.3f')} ms, load {load}",
             file=sys.stderr,
             flush=True,
         )

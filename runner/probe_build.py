@@ -100,7 +100,7 @@ def _first_errors(stderr: str) -> list[str]:
             for line in lines
             if not re.match(r"(Updating|Compiling|Downloaded|Downloading|Locking|Adding|Blocking|warning)\b", line)
         ]
-    return [e if len(e) <= 300 else e[:297] + "..." for e in chosen[:MAX_ERRORS]]
+    return [error if len(error) <= 300 else error[:297] + "..." for error in chosen[:MAX_ERRORS]]
 
 
 def _burn_family(lock: Path) -> dict[str, str]:

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short, slope_text
+from .fmt import (
+    flag,
+    gflops_text,
+    measurement_text,
+    observed_text,
+    outcome_text,
+    repeated,
+    short,
+    slope_text,
+    value_text,
+)
 from .harm import case_standing, headline
 from .model.results import CaseInfo, ResultsDocument
 
@@ -98,7 +108,7 @@ def summary(doc: ResultsDocument) -> str:
                 repeated(m, "slowdown_ratio", ".2f"),
                 gflops_text(m, peak),
                 slope_text(m),
-                fmt(m.rss_growth_mib_per_1000, ".2f"),
+                value_text(m.rss_growth_mib_per_1000, ".2f"),
                 flag(m.tracked),
             ]
         )
@@ -109,10 +119,12 @@ def summary(doc: ResultsDocument) -> str:
     out.append("")
 
     out.append("Expectations:")
-    for e in doc.expectations:
-        mark = "PASS" if e.passed else "FAIL"
-        observed = observed_text(e) if e.b is not None else show(e.observed)
-        out.append(f"  {mark}  {e.case} {e.subject} {e.check}: expected {show(e.expected)}, observed {observed}")
+    for verdict in doc.expectations:
+        mark = "PASS" if verdict.passed else "FAIL"
+        observed = observed_text(verdict) if verdict.b is not None else show(verdict.observed)
+        out.append(
+            f"  {mark}  {verdict.case} {verdict.subject} {verdict.check}: expected {show(verdict.expected)}, observed {observed}"
+        )
     for skipped in doc.not_applicable:
         out.append(
             f"  n/a   {skipped.case} {skipped.subject}: limited to burn {skipped.burn_versions}, "

@@ -115,8 +115,8 @@ class Campaign:
         reference_result = self.pool.run_pair(program, ("torch",), "float64")["torch"]
         reference = record_of(reference_result, "torch")
         torch_run, burn_run = record_of(runs["torch"], "torch"), record_of(runs["burn"], "burn")
-        verdict = compare(torch_run, burn_run, reference)
-        divergences = verdict.divergences
+        findings = compare(torch_run, burn_run, reference)
+        divergences = findings.divergences
         grew = growth(torch_run, burn_run)
         if grew is not None:
             confirm = self.pool.run_pair(program)  # timing: a second run must show it too
@@ -154,7 +154,7 @@ class Campaign:
             ops = [op for op in ops_of(parsed) if op != "observe"]
             s.ops.update(ops)
             s.pairs.update(itertools.pairwise(ops))
-            s.filtered.update(verdict.filtered)
+            s.filtered.update(findings.filtered)
             s.gradcheck[checked] += 1
             s.outcomes[f"{torch_run.outcome}/{burn_run.outcome}"] += 1
             for d in divergences:

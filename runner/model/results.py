@@ -399,7 +399,7 @@ class Summary(Model):
 
     @classmethod
     def of(cls, runs: list[RunRecord], expectations: list[Verdict]) -> Summary:
-        failed = sum(not e.passed for e in expectations)
+        failed = sum(not verdict.passed for verdict in expectations)
         return cls(runs=len(runs), expectations=len(expectations), passed=len(expectations) - failed, failed=failed)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import versions
-from ..fmt import fmt, outcome_text, short
+from ..fmt import outcome_text, short, value_text
 from ..harm import Standing, standing
 from ..model.results import CaseInfo, RunRecord, Verdict
 from .code import ProgramCode, program_code
@@ -165,7 +165,7 @@ def summarize(value: Any, limit: int = 60) -> str:
         shown = ", ".join(summarize(v, 12) for v in value[:4])
         text = f"[{shown}{', ...' if len(value) > 4 else ''}]"
     else:
-        text = fmt(value)
+        text = value_text(value)
     return short(text, limit)
 
 
@@ -196,12 +196,12 @@ def _metric_value(prop: str, run: RunRecord) -> tuple[str, str]:
     """A p10-style property of one run, from its metrics: in full and short."""
     m = run.metrics
     if prop == "tracked":
-        return fmt(m.tracked), fmt(m.tracked)
+        return value_text(m.tracked), value_text(m.tracked)
     if prop == "grows":
         if m.slowdown_ratio is None:
             return "-", "-"
         ratio = f"×{m.slowdown_ratio:.3g}"
-        return f"{ratio} ({fmt(m.reference_median_ms, '.3g')} → {fmt(m.last_median_ms, '.3g')} ms)", ratio
+        return f"{ratio} ({value_text(m.reference_median_ms, '.3g')} → {value_text(m.last_median_ms, '.3g')} ms)", ratio
     if prop == "rss_grows":
         g = m.rss_growth_mib_per_1000
         return ("-", "-") if g is None else (f"{g:+.2f} MiB/1000 steps", f"{g:+.2f} MiB")
@@ -226,7 +226,7 @@ def _value_fact(verdict: Verdict) -> tuple[str, str, str, str]:
     detail = []
     for key, name in (("max_abs_error", "max abs error"), ("max_rel_error", "max rel error")):
         if observed.get(key) is not None:
-            detail.append(f"{name} {fmt(observed[key], '.3g')}")
+            detail.append(f"{name} {value_text(observed[key], '.3g')}")
     if observed.get("first_index") is not None:
         detail.append(f"first at index {summarize(observed['first_index'])}")
     return label, summarize(observed.get("a")), summarize(observed.get("b")), ", ".join(detail)
@@ -248,10 +248,10 @@ def _flags_facts(ra: RunRecord, rb: RunRecord) -> list[Fact]:
             out.append(
                 Fact(
                     f"flags of {o.label}",
-                    text.format(fmt(fa.tracked), fmt(fa.requires_grad)),
-                    text.format(fmt(fb.tracked), fmt(fb.requires_grad)),
-                    short_a=f"tracked {fmt(fa.tracked)}",
-                    short_b=f"tracked {fmt(fb.tracked)}",
+                    text.format(value_text(fa.tracked), value_text(fa.requires_grad)),
+                    text.format(value_text(fb.tracked), value_text(fb.requires_grad)),
+                    short_a=f"tracked {value_text(fa.tracked)}",
+                    short_b=f"tracked {value_text(fb.tracked)}",
                 )
             )
     return list(reversed(out))
@@ -339,7 +339,7 @@ def _fallback_fix(pair: Pair, pairs: list[Pair]) -> str:
 
 def _order(evidence: list[PairEvidence]) -> list[PairEvidence]:
     rank = {ROLE_DIFFERENCE: 0, ROLE_AGREEMENT: 1, ROLE_FIX: 1, ROLE_OTHER: 2}
-    return sorted(evidence, key=lambda e: rank[e.role])
+    return sorted(evidence, key=lambda ev: rank[ev.role])
 
 
 def case_differences(

@@ -110,13 +110,15 @@ class History:
 
     def latest(self, fingerprint: str) -> Entry | None:
         """The latest entry of the machine with this fingerprint."""
-        mine = [e for e in self.entries() if e.fingerprint == fingerprint]
+        mine = [entry for entry in self.entries() if entry.fingerprint == fingerprint]
         return mine[-1] if mine else None
 
     def previous(self, machine: MachineResults) -> Entry | None:
         """The latest entry of the same machine that started before this run."""
         stamp = stamp_of(machine.provenance)
-        earlier = [e for e in self.entries() if e.fingerprint == machine.fingerprint and e.stamp < stamp]
+        earlier = [
+            entry for entry in self.entries() if entry.fingerprint == machine.fingerprint and entry.stamp < stamp
+        ]
         return earlier[-1] if earlier else None
 
     @contextmanager

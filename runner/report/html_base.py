@@ -57,7 +57,8 @@ def mode_style(framework: str, mode: str, modes: list[str]) -> svg.Style:
     return svg.Style(MODE_COLORS[i % len(MODE_COLORS)], dash, svg.MARKERS[i % len(svg.MARKERS)])
 
 
-def e(value: Any) -> str:
+def esc(value: Any) -> str:
+    """A value as HTML text (`<`, `&` and quotes escaped): everything from a results file passes here."""
     return escape(str(value))
 
 
@@ -72,7 +73,7 @@ def prose(text: str) -> str:
 def num(text: str, sort: float | None = None) -> str:
     """A number cell; `sort` is what the table script sorts by."""
     key = "" if sort is None else f' data-sort="{sort:.6g}"'
-    return f'<td class="num"{key}>{e(text)}</td>'
+    return f'<td class="num"{key}>{esc(text)}</td>'
 
 
 def verdict(passed: bool | None) -> str:
@@ -97,8 +98,8 @@ def code_pair(code: ProgramCode) -> str:
     """A program as PyTorch and as burn code, side by side (its source where a rendering is missing)."""
     return (
         '<div class="code2">'
-        f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(code.torch or code.source)}</code></pre></figure>"
-        f"<figure><figcaption>burn</figcaption><pre><code>{e(code.burn or code.source)}</code></pre></figure></div>"
+        f"<figure><figcaption>PyTorch</figcaption><pre><code>{esc(code.torch or code.source)}</code></pre></figure>"
+        f"<figure><figcaption>burn</figcaption><pre><code>{esc(code.burn or code.source)}</code></pre></figure></div>"
     )
 
 
@@ -110,7 +111,7 @@ def table(header: list[str], rows: list[list[str]], cls: str = "", name: str = "
     body = "".join(
         "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
     )
-    label = f' data-name="{e(name)}"' if name else ""
+    label = f' data-name="{esc(name)}"' if name else ""
     return (
         f'<div class="scroll"><table class="{cls}"{label}><thead><tr>{head}</tr></thead>'
         f"<tbody>{body}</tbody></table></div>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import fuzzing
 from .fuzzing import FuzzSection
-from .html_base import e, table
+from .html_base import esc, table
 
 FOUND_HEADER = ["signature", "class", "case", "PyTorch reproducer", "Rust reproducer"]
 
@@ -15,17 +15,17 @@ def section(fuzz: FuzzSection | None) -> str:
         return ""
     head = '<section id="fuzzing"><h2>Fuzzing</h2>'
     if fuzz.doc is None:
-        return head + f"<p>The fuzz summary could not be read: {e(fuzz.error)}</p></section>"
+        return head + f"<p>The fuzz summary could not be read: {esc(fuzz.error)}</p></section>"
     doc = fuzz.doc
-    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in fuzzing.facts(doc))
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fuzzing.facts(doc))
     shown, more = fuzzing.found(doc)
     cells = [
         [
-            f"<code>{e(fuzzing.text(f.signature))}</code>",
-            e(fuzzing.text(f.class_)),
-            f"<code>{e(fuzzing.text(f.case))}</code>",
-            f"<code>{e(fuzzing.text(f.torch))}</code>",
-            f"<code>{e(fuzzing.text(f.rust))}</code>",
+            f"<code>{esc(fuzzing.text(f.signature))}</code>",
+            esc(fuzzing.text(f.class_)),
+            f"<code>{esc(fuzzing.text(f.case))}</code>",
+            f"<code>{esc(fuzzing.text(f.torch))}</code>",
+            f"<code>{esc(fuzzing.text(f.rust))}</code>",
         ]
         for f in shown
     ]
@@ -36,5 +36,5 @@ def section(fuzz: FuzzSection | None) -> str:
         if shown
         else "<p>No new divergence: every divergence met was filtered or is a documented difference.</p>"
     )
-    note = f'<p class="note">From <code>{e(fuzz.source)}</code>.</p>'
+    note = f'<p class="note">From <code>{esc(fuzz.source)}</code>.</p>'
     return f'{head}{note}<div class="scroll"><table>{rows}</table></div>{listing}</section>'

@@ -57,7 +57,7 @@ class MachineResults:
         return [r for r in self.doc.runs if r.case == case]
 
     def verdict(self, key: tuple[str, str, str]) -> Verdict | None:
-        return next((e for e in self.doc.expectations if e.key == key), None)
+        return next((verdict for verdict in self.doc.expectations if verdict.key == key), None)
 
 
 def _merge(into: MachineResults, doc: ResultsDocument, source: str) -> None:

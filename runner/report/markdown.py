@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..fmt import fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short
+from ..fmt import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
 from ..harm import Harm
 from . import fuzzing
 from .changes import expectation_name
@@ -155,8 +155,8 @@ def render(report: Report) -> str:
         [
             [
                 m.label,
-                str(sum(e.passed for e in m.doc.expectations)),
-                str(sum(not e.passed for e in m.doc.expectations)),
+                str(sum(verdict.passed for verdict in m.doc.expectations)),
+                str(sum(not verdict.passed for verdict in m.doc.expectations)),
             ]
             for m in machines
         ],
@@ -170,13 +170,13 @@ def render(report: Report) -> str:
                 f"{_code(m.label)} {_cell(i.case)} {_cell(i.subject)} ({_cell(i.burn_versions)})" for m, i in skipped
             ),
         ]
-    failing = [(m, e) for m in machines for e in m.doc.expectations if not e.passed]
+    failing = [(m, verdict) for m in machines for verdict in m.doc.expectations if not verdict.passed]
     if failing:
         out += ["", "Do not hold:"]
         out += [
-            f"- {_code(m.label)} {_cell(expectation_name(e))}: expected {_cell(fmt(e.expected))}, "
-            f"observed {_short(observed_text(e))}"
-            for m, e in failing
+            f"- {_code(m.label)} {_cell(expectation_name(verdict))}: expected {_cell(value_text(verdict.expected))}, "
+            f"observed {_short(observed_text(verdict))}"
+            for m, verdict in failing
         ]
 
     out += [
@@ -219,8 +219,8 @@ def render(report: Report) -> str:
                 repeated(mt, "slowdown_ratio", ".2f"),
                 repeated(mt, "last_median_ms", "#.3g"),
                 gflops_text(mt, m.provenance.peak_gflops),
-                fmt(mt.rss_growth_mib_per_1000, ".2f"),
-                fmt(mt.tracked),
+                value_text(mt.rss_growth_mib_per_1000, ".2f"),
+                value_text(mt.tracked),
             ]
         rows.append(row)
     out += _table(header, rows)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..compare import RULE
 from ..errors import ExitCode
-from ..fmt import fmt, outcome_text
+from ..fmt import outcome_text, value_text
 from ..harm import Harm, headline
 from ..model.results import Provenance, RunRecord, Verdict
 from .changes import Change
@@ -74,7 +74,7 @@ class Report:
 
     @property
     def failed(self) -> int:
-        return sum(not e.passed for m in self.machines for e in m.doc.expectations)
+        return sum(not verdict.passed for m in self.machines for verdict in m.doc.expectations)
 
     @property
     def changed(self) -> int:
@@ -128,18 +128,18 @@ class Report:
         """Each expectation (first seen) with its verdict on every machine."""
         seen: dict[tuple[str, str, str], Verdict] = {}
         for m in self.machines:
-            for e in m.doc.expectations:
-                seen.setdefault(e.key, e)
+            for verdict in m.doc.expectations:
+                seen.setdefault(verdict.key, verdict)
         return [(first, [m.verdict(key) for m in self.machines]) for key, first in seen.items()]
 
     def pairs(self, case: str) -> list[Pair]:
         found: dict[str, Pair] = {}
         for m in self.machines:
-            for e in m.doc.expectations:
-                if e.case != case or e.b is None:
+            for verdict in m.doc.expectations:
+                if verdict.case != case or verdict.b is None:
                     continue
-                pair = found.setdefault(e.subject, Pair(case, e.a, e.b, e.reason or ""))
-                pair.claims.setdefault(e.property, e.relation)
+                pair = found.setdefault(verdict.subject, Pair(case, verdict.a, verdict.b, verdict.reason or ""))
+                pair.claims.setdefault(verdict.property, verdict.relation)
         return list(found.values())
 
     def claim_verdict(self, machine: MachineResults, pair: Pair, prop: str) -> bool | None:
@@ -153,16 +153,16 @@ def run_cell(run: RunRecord | None, row: str) -> str:
         return "not run"
     m = run.metrics
     if row == "tracked":
-        return fmt(m.tracked)
+        return value_text(m.tracked)
     if row == "outcome":
         return outcome_text(run)
     if row == "panic":
         p = run.panic
         return f"step {p.step}: {p.message}" if p else "-"
     if row == "slowdown ratio":
-        return fmt(m.slowdown_ratio, ".2f")
+        return value_text(m.slowdown_ratio, ".2f")
     if row.startswith("RSS growth"):
-        return fmt(m.rss_growth_mib_per_1000, ".2f")
+        return value_text(m.rss_growth_mib_per_1000, ".2f")
     raise KeyError(row)
 
 

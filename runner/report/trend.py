@@ -68,7 +68,7 @@ class Snapshot:
             architecture=p.machine,
             source=source,
             runs={r.key: RunNumbers.of(r) for r in doc.runs},
-            claims={e.key: e.passed for e in doc.expectations if e.b is not None},
+            claims={verdict.key: verdict.passed for verdict in doc.expectations if verdict.b is not None},
         )
 
     @property
@@ -102,8 +102,8 @@ def load(history: History, machines: list[MachineResults], limit: int = HISTORY_
     current = {(m.fingerprint, stamp_of(m.provenance)) for m in machines}
     by_machine: dict[str, list[Snapshot]] = {}
     entries = history.entries()
-    for fp in dict.fromkeys(e.fingerprint for e in entries):
-        mine = [e for e in entries if e.fingerprint == fp and (fp, e.stamp) not in current]
+    for fp in dict.fromkeys(entry.fingerprint for entry in entries):
+        mine = [entry for entry in entries if entry.fingerprint == fp and (fp, entry.stamp) not in current]
         if len(mine) > limit:
             view.left_out[fp] = len(mine) - limit
             mine = mine[-limit:]

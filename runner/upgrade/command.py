@@ -183,7 +183,7 @@ def render_table(report: UpgradeReport) -> str:
         state = "ok" if side.ok else "BUILD FAILED"
         timing = "cached" if side.cached else f"{side.seconds:.0f} s"
         lines.append(f"  probe vs burn {side.source} (lock: {side.burn or 'not locked'}): {state}, {timing}")
-        lines += [f"    {e}" for e in side.errors]
+        lines += [f"    {error}" for error in side.errors]
     for klass, rows in _grouped(report):
         lines.append(f"\n{klass} ({len(rows)})")
         for row in rows:
@@ -212,7 +212,7 @@ def render_markdown(report: UpgradeReport) -> str:
     for side in (src, dst):
         if side.errors:
             lines += ["", f"First compiler errors against burn {_md(side.source)}:", "", "```"]
-            lines += [e.replace("`", "'") for e in side.errors] + ["```"]
+            lines += [error.replace("`", "'") for error in side.errors] + ["```"]
     lines += ["", "| class | case | run | findings |", "|---|---|---|---|"]
     for klass, rows in _grouped(report):
         for row in rows:
