@@ -221,7 +221,8 @@ METRIC_LABELS = {
 def _value_fact(verdict: Verdict) -> tuple[str, str, str, str]:
     """A value verdict of a program case: label, both summaries, the error."""
     observed: Any = verdict.observed if isinstance(verdict.observed, dict) else {}
-    what = PROPERTY_LABELS.get(verdict.property, verdict.property)
+    kind = verdict.property.split(":", 1)[0]  # `values:y` claims the values of y
+    what = PROPERTY_LABELS.get(kind, kind)
     label = f"{what} of {observed['label']}" if observed.get("label") else what
     detail = []
     for key, name in (("max_abs_error", "max abs error"), ("max_rel_error", "max rel error")):
