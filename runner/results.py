@@ -58,12 +58,13 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _probe_info() -> dict[str, Any]:
+def _probe_info() -> dict[str, str]:
+    """The installed probe's build (`_probe.build_info()`: burn, rustc, profile); empty without a probe."""
     if importlib.util.find_spec("runner._probe") is None:
         return {}
     from . import _probe
 
-    return dict(_probe.build_info())
+    return {key: str(value) for key, value in _probe.build_info().items()}
 
 
 def _distribution_version(name: str) -> str | None:

@@ -173,7 +173,7 @@ def test_an_error_and_a_panic_at_different_statements_stay_new():
         detail = {"torch_outcome": "error", "burn_outcome": "panic", "torch_at": torch_at, "burn_at": burn_at}
         return Divergence("status", None, detail)
 
-    program = {"tensors": [], "body": []}
+    program = syntax.parse("p = param(1)\nobserve(p)", where="t")
     assert known.match(status([6, 2], [6, 2]), program) == "refusal-is-a-panic"
     assert known.match(status([6, 2], [6, 1]), program) is None  # burn refuses an iteration earlier
     assert known.match(status([6, 1], [4, 1]), program) is None

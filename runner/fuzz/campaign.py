@@ -55,6 +55,16 @@ class Found:
     flaky: bool = False
 
 
+@dataclass
+class _Hunt:
+    """One round's state while hypothesis shrinks: the class being shrunk, the programs run for
+    it, and the last failure seen (kept if the replay of the smallest one passes)."""
+
+    cls: str | None = None
+    evaluations: int = 0
+    last: _NewDivergence | None = None
+
+
 class _NewDivergence(Exception):
     def __init__(self, divergence: Divergence, program: ParsedProgram, signature: str) -> None:
         super().__init__(signature)
@@ -147,7 +157,7 @@ class Campaign:
                 self.stats.filtered["chaotic"] += len(divergences) - len(kept)
             divergences = kept
         for d in divergences:
-            d.known = known.match(d, program)
+            d.known = known.match(d, parsed)
         if count:
             s = self.stats
             s.programs += 1
@@ -166,7 +176,7 @@ class Campaign:
     def hunt(self, round_seed: int, deadline: float) -> Found | None:
         """One round: generate until a new divergence (then shrink it), the round's
         examples run out, or the deadline passes."""
-        target: dict[str, Any] = {"cls": None, "evaluations": 0, "last": None}
+        target = _Hunt()
 
         @hypothesis_seed(round_seed)
         @settings(
@@ -182,34 +192,33 @@ class Campaign:
         )
         @given(programs(self.max_ops))
         def probe(parsed: ParsedProgram) -> None:
-            shrinking = target["cls"] is not None
+            shrinking = target.cls is not None
             if not shrinking and (time.monotonic() > deadline or self.stats.programs >= self.max_programs):
                 return
             if shrinking:
-                target["evaluations"] += 1
+                target.evaluations += 1
             for d in self.evaluate(parsed, count=not shrinking):
                 if d.known is not None:
                     continue
                 sig = signature(d, parsed)
                 if sig in self.excluded:
                     continue
-                if target["cls"] in (None, d.cls):
-                    target["cls"] = d.cls
-                    err = _NewDivergence(d, parsed, sig)
-                    target["last"] = err
-                    raise err
+                if target.cls in (None, d.cls):
+                    target.cls = d.cls
+                    target.last = _NewDivergence(d, parsed, sig)
+                    raise target.last
 
         try:
             probe()
         except _NewDivergence as err:
-            return Found(err.divergence, err.program, err.signature, target["evaluations"])
+            return Found(err.divergence, err.program, err.signature, target.evaluations)
         except Flaky:
             # hypothesis replays the smallest failing program and it passed this time: keep the
             # last failure seen rather than lose the round (or the campaign)
-            last: _NewDivergence | None = target["last"]
+            last = target.last
             if last is None:
                 raise
-            return Found(last.divergence, last.program, last.signature, target["evaluations"], flaky=True)
+            return Found(last.divergence, last.program, last.signature, target.evaluations, flaky=True)
         return None
 
     def run(self, budget_s: float, max_programs: int | None = None) -> Stats:

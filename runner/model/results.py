@@ -34,6 +34,8 @@ BUNDLE_VERSION: Literal[2] = 2
 
 ShortText = Annotated[str, Field(max_length=1_000_000)]
 FlagValue = bool | str | int | float | None
+# A categorical property of a run that pairs compare (`runner.metrics.properties`): an outcome, or a flag.
+PropertyValue = str | bool | None
 
 
 def _reasonable_time(value: dt.datetime) -> dt.datetime:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue
+from pydantic import ConfigDict, Field
 
 from .base import Model, NonNegativeFloat
 from .case import Outcome
-from .results import Metrics, Panic
+from .results import Metrics, Panic, PropertyValue
 
 
 class UpgradeClass(StrEnum):
@@ -54,7 +54,7 @@ class Side(Model):
     outcome: Outcome | None = None
     panic: Panic | None = None
     metrics: Metrics | None = None
-    properties: dict[str, JsonValue] = {}
+    properties: dict[str, PropertyValue] = {}
 
 
 class Classified(Model):
@@ -64,7 +64,7 @@ class Classified(Model):
     run: str
     klass: Annotated[UpgradeClass, Field(strict=False)]  # `class` in upgrade.json
     findings: list[str] = []
-    performance: dict[str, Any] | None = None
+    performance: dict[str, Any] | None = None  # `runner.compare.PerformanceChange` as a dict (tuples, NaN)
     before: Side | None = None
     after: Side | None = None
 
