@@ -34,6 +34,10 @@ BUNDLE_VERSION: Literal[2] = 2
 
 ShortText = Annotated[str, Field(max_length=1_000_000)]
 FlagValue = bool | str | int | float | None
+# A run in a results document: (case, framework, mode), as `RawRun.key`.
+RunKey = tuple[str, str, str]
+# An expectation checked: (case, subject, check), as `Verdict.key`.
+ClaimKey = tuple[str, str, str]
 # A categorical property of a run that pairs compare (`runner.metrics.properties`): an outcome, or a flag.
 PropertyValue = str | bool | None
 
@@ -272,7 +276,7 @@ class RawRun(Model):
         return RunRef(framework=self.framework, mode=self.mode)
 
     @property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> RunKey:
         return self.case, self.framework, self.mode
 
 
@@ -348,7 +352,7 @@ class Verdict(Model):
         return self.property if self.b is None else pair_check(self.relation, self.property)
 
     @builtins.property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> ClaimKey:
         return self.case, self.subject, self.check
 
 
@@ -460,14 +464,14 @@ class ResultsDocument(Model):
 
     @model_validator(mode="after")
     def _runs_unique(self) -> ResultsDocument:
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[RunKey] = set()
         for index, run in enumerate(self.runs):
             if run.key in seen:
                 raise ValueError(f"runs[{index}]: a second run of {run.case} {run.framework}/{run.mode}")
             seen.add(run.key)
         return self
 
-    def run(self, key: tuple[str, str, str]) -> RunRecord | None:
+    def run(self, key: RunKey) -> RunRecord | None:
         return next((r for r in self.runs if r.key == key), None)
 
 

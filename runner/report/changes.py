@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .. import compare
 from ..fmt import observed_text, panic_text, value_text
-from ..model.results import ResultsDocument, RunRecord, Verdict
+from ..model.results import ResultsDocument, RunKey, RunRecord, Verdict
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ KINDS = (
 )
 
 
-def _run_name(key: tuple[str, str, str]) -> str:
+def _run_name(key: RunKey) -> str:
     return f"{key[0]} {key[1]}/{key[2]}"
 
 
@@ -52,7 +52,7 @@ def _verdict(item: Verdict) -> str:
     return "holds" if item.passed else "does not hold"
 
 
-def run_changes(key: tuple[str, str, str], before: RunRecord, after: RunRecord) -> list[Change]:
+def run_changes(key: RunKey, before: RunRecord, after: RunRecord) -> list[Change]:
     name = _run_name(key)
     out = []
     if before.outcome != after.outcome:

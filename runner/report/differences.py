@@ -27,10 +27,10 @@ from typing import Any
 from .. import versions
 from ..fmt import outcome_text, short, value_text
 from ..harm import Standing, standing
-from ..model.results import CaseInfo, RunRecord, Verdict
+from ..model.results import CaseInfo, ClaimKey, RunRecord, Verdict
 from .code import ProgramCode, program_code
 from .machines import MachineResults
-from .pairs import ClaimKey, Pair, side_key
+from .pairs import Pair, side_key
 from .trend import Snapshot
 from .upgrades import UpgradeCheck
 

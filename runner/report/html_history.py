@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..fmt import value_text
+from ..model.results import RunKey
 from . import svg
 from .html_base import BURN, TORCH, esc, num, table
 from .machines import MachineResults
 from .model import Report
-from .pairs import RunKey
 from .trend import RunNumbers, Snapshot, version_changes
 from .upgrades import UpgradeCheck
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadInput
-from ..model.results import Provenance, ResultsDocument, RunRecord, Summary, Verdict
+from ..model.results import ClaimKey, Provenance, ResultsDocument, RunKey, RunRecord, Summary, Verdict
 
 FINGERPRINT_FIELDS = ("cpu", "machine", "cores", "system")
 
@@ -50,13 +50,13 @@ class MachineResults:
     def label(self) -> str:
         return f"{self.provenance.machine} {self.fingerprint[:6]}"
 
-    def run(self, key: tuple[str, str, str]) -> RunRecord | None:
+    def run(self, key: RunKey) -> RunRecord | None:
         return self.doc.run(key)
 
     def runs_of(self, case: str) -> list[RunRecord]:
         return [r for r in self.doc.runs if r.case == case]
 
-    def verdict(self, key: tuple[str, str, str]) -> Verdict | None:
+    def verdict(self, key: ClaimKey) -> Verdict | None:
         return next((verdict for verdict in self.doc.expectations if verdict.key == key), None)
 
 

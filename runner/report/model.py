@@ -11,7 +11,7 @@ from ..compare import RULE
 from ..errors import ExitCode
 from ..fmt import outcome_text, value_text
 from ..harm import Harm, headline
-from ..model.results import Provenance, RunRecord, Verdict
+from ..model.results import ClaimKey, Provenance, RunKey, RunRecord, Verdict
 from .changes import Change
 from .differences import Difference
 from .fuzzing import FuzzSection
@@ -116,8 +116,8 @@ class Report:
                 seen.setdefault(r.case)
         return list(seen)
 
-    def run_keys(self, case: str | None = None) -> list[tuple[str, str, str]]:
-        seen: dict[tuple[str, str, str], None] = {}
+    def run_keys(self, case: str | None = None) -> list[RunKey]:
+        seen: dict[RunKey, None] = {}
         for m in self.machines:
             for r in m.doc.runs:
                 if case is None or r.case == case:
@@ -126,7 +126,7 @@ class Report:
 
     def expectation_rows(self) -> list[tuple[Verdict, list[Verdict | None]]]:
         """Each expectation (first seen) with its verdict on every machine."""
-        seen: dict[tuple[str, str, str], Verdict] = {}
+        seen: dict[ClaimKey, Verdict] = {}
         for m in self.machines:
             for verdict in m.doc.expectations:
                 seen.setdefault(verdict.key, verdict)

@@ -7,10 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model.case import RunRef
-from ..model.results import pair_check
-
-RunKey = tuple[str, str, str]  # (case, framework, mode), as `RawRun.key`
-ClaimKey = tuple[str, str, str]  # (case, subject, check), as `Verdict.key`
+from ..model.results import ClaimKey, RunKey, pair_check
 
 
 @dataclass

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 
 from ..errors import BadInput
 from ..fmt import outcome_text
-from ..model.results import ResultsDocument, RunRecord
+from ..model.results import ClaimKey, ResultsDocument, RunKey, RunRecord
 from .history import History, stamp_of
 from .machines import MachineResults, fingerprint, utc
-from .pairs import ClaimKey, RunKey
 
 # Entries read per machine (the newest); ~16 ms each.
 HISTORY_LIMIT = 120

@@ -21,13 +21,12 @@ from __future__ import annotations
 import dataclasses
 
 from ..compare import performance_change
+from ..engine import SpecKey
 from ..metrics import properties
 from ..model.case import PAIR_PROPERTIES, Case
 from ..model.results import RunRecord
 from ..model.upgrade import Classified, Side, UpgradeClass
 from ..oracles import agreement
-
-RunKey = tuple[str, str]
 
 
 def _comparisons(case: Case, key: str) -> dict[str, tuple[str, ...]]:
@@ -124,9 +123,9 @@ def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torc
 
 def classify(
     cases: list[Case],
-    before: dict[RunKey, RunRecord] | None,
-    after: dict[RunKey, RunRecord] | None,
-    torch: dict[RunKey, RunRecord],
+    before: dict[SpecKey, RunRecord] | None,
+    after: dict[SpecKey, RunRecord] | None,
+    torch: dict[SpecKey, RunRecord],
     build_errors: dict[str, list[str]],
 ) -> list[Classified]:
     """`before`/`after`: burn records keyed by (case, run key), or None for a side

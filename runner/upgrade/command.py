@@ -22,7 +22,7 @@ from .. import cases as case_files
 from .. import outputs, probe_build
 from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..compare import RULE
-from ..engine import RunKey, judged_document, run_all
+from ..engine import SpecKey, judged_document, run_all
 from ..errors import ExitCode, Interrupted
 from ..frameworks import adapter_for
 from ..model.case import Case
@@ -104,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
     if broken:
         say("a side did not build: every burn run is a build-break; nothing is run")
     measure = {"repeat": args.repeat, "jobs": args.jobs, "controls": args.noise_controls}
-    torch_records: dict[RunKey, RunRecord] = {}
-    side_records: dict[str, dict[RunKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
+    torch_records: dict[SpecKey, RunRecord] = {}
+    side_records: dict[str, dict[SpecKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
     try:
         if torch_cases and not broken:
             run_all(torch_cases, reporter, into=torch_records, **measure)
