@@ -94,6 +94,7 @@ def test_markup_and_huge_strings_from_the_summary_stay_bounded_text(tmp_path):
     doc["burn"] = "x" * 9_000 + "<img src=x onerror=alert(1)>"
     doc["found"][0]["signature"] = "<img src=x onerror=alert(2)>"
     doc["found"][0]["case"] = "`<script>alert(3)</script>`"
+    doc["found"][0]["torch"] = "![x](http://tracker.invalid/x.png)"
     doc["divergences"]["known"] = {f"<b>k{i}</b>": i for i in range(5000)}
     fuzz = tmp_path / "fuzz.json"
     fuzz.write_text(json.dumps(doc))
@@ -102,6 +103,8 @@ def test_markup_and_huge_strings_from_the_summary_stay_bounded_text(tmp_path):
     html = (tmp_path / "out" / "report.html").read_text()
     for page in (md, html):
         assert "<img" not in page and "<script>alert(3)" not in page and "<b>k1</b>" not in page
+    # no image for a CI summary to load: shown as code (a code span renders no markup)
+    assert md.count("](http://tracker.invalid") == md.count("`![x](http://tracker.invalid/x.png)`") == 1
     fuzz_md = md[md.index("## Fuzzing") : md.index("## Expectations")]
     assert len(fuzz_md) < 10_000  # a few lines, not 9,000 characters of `burn` or 5,000 counts
     assert "and 4970 more" in fuzz_md

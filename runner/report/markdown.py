@@ -22,9 +22,10 @@ _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 
 def _cell(text: str) -> str:
-    """Markdown table text: pipes escaped, one line, and no raw HTML (a CI job
-    summary renders HTML: `<script>` from a results file must stay text)."""
-    return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ")
+    """Markdown table text: pipes escaped, one line, no raw HTML (a CI job
+    summary renders HTML: `<script>` from a results file must stay text), and
+    no inline link or image (`![x](http://...)` would load it: `](` is escaped)."""
+    return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ").replace("](", "]\\(")
 
 
 def _code(text: str) -> str:
