@@ -418,10 +418,16 @@ class PairInfo(Model):
 
 
 class ProgramInfo(Model):
-    """One variant of a program case, as its source (the report renders the
-    PyTorch and burn code it stands for, `runner.report.code`)."""
+    """One variant of a program case, as its source and what its runs record
+    (the report renders the PyTorch and burn code it stands for from these,
+    `runner.report.code`)."""
 
     source: str
+    # The program's settings (`runner.program.ir.Settings`): the timed loop's
+    # checkpoints, RSS sampling, the tensor whose flags each checkpoint records.
+    checkpoints: list[PositiveInt] = []
+    rss_every: NonNegativeInt = 0
+    track: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -312,7 +312,7 @@ def _differ(pairs: list[Pair]) -> list[str]:
 def _programs(info: CaseInfo | None) -> dict[str, ProgramCode]:
     if info is None:
         return {}
-    return {name: program_code(p.source) for name, p in info.programs.items()}
+    return {name: program_code(p) for name, p in info.programs.items()}
 
 
 TITLE_LIMIT = 120

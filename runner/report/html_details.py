@@ -268,7 +268,7 @@ def _programs(info: CaseInfo) -> str:
         return ""
     blocks = []
     for name, p in info.programs.items():
-        blocks.append(f"<h4>Variant <code>{esc(name)}</code></h4>" + code_pair(program_code(p.source)))
+        blocks.append(f"<h4>Variant <code>{esc(name)}</code></h4>" + code_pair(program_code(p)))
     return "<h3>Programs</h3>" + "".join(blocks)
 
 
