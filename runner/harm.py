@@ -100,11 +100,22 @@ def case_standing(info: CaseInfo) -> Standing:
     return standing(differ, info.about.difference if info.about is not None else None)
 
 
+def by_kind(harms: Sequence[Harm]) -> list[tuple[Harm, int]]:
+    """How many differences of each kind there are, most harmful first (kinds with none left out)."""
+    return [(h, harms.count(h)) for h in Harm if harms.count(h)]
+
+
+def differences_text(n: int) -> str:
+    return f"{n} difference{'s' * (n != 1)}"
+
+
+def agreements_text(n: int) -> str:
+    return f"{n} case{'s' * (n != 1)} where both frameworks agree"
+
+
 def headline(harms: Sequence[Harm], agreements: int) -> str:
     """`13 differences (4 a panic or error on one side, 5 silently different values or gradients, ...);
     5 cases where both frameworks agree`"""
-    n = len(harms)
-    counts = [f"{harms.count(h)} {h.text}" for h in Harm if harms.count(h)]
-    head = f"{n} difference{'s' * (n != 1)}" + (f" ({', '.join(counts)})" if counts else "")
-    agree = f"{agreements} case{'s' * (agreements != 1)} where both frameworks agree"
-    return f"{head}; {agree}"
+    counts = [f"{n} {h.text}" for h, n in by_kind(harms)]
+    head = differences_text(len(harms)) + (f" ({', '.join(counts)})" if counts else "")
+    return f"{head}; {agreements_text(agreements)}"

@@ -155,7 +155,16 @@ def test_markdown_orders_cards_by_harm_and_counts_them(rendered):
 
 def test_html_has_the_same_order_and_counts(rendered):
     _, html = rendered
-    assert f"What differs: {HEADLINE}" in html.replace("&#x27;", "'")
+    assert "<h2>What differs: 6 differences</h2>" in html
+    kinds = re.findall(r'<a href="#(kind-[a-z]+|agreements)">([^<]+)</a>', html[html.index('<p class="kinds"') :])
+    assert kinds == [
+        ("kind-crash", "2 a panic or error on one side"),
+        ("kind-values", "2 silently different values or gradients"),
+        ("kind-growth", "1 slowdown or memory growth"),
+        ("kind-default", "1 a different default"),
+        ("agreements", "1 case where both frameworks agree"),
+    ]
+    assert f'aria-label="{HEADLINE}"' in html  # the same words as report.md and check say
     cards = re.findall(r'<article class="card ([a-z ]+)" id="[^"]+" data-case="([a-z0-9_]+)"', html)
     assert [case for _, case in cards] == ORDER
     assert [kind.split()[0] for kind, _ in cards] == [

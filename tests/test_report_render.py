@@ -154,8 +154,9 @@ def test_cards_come_first_one_per_torch_vs_burn_difference(rendered):
     assert cards.count('<article class="card') == 2
     # counted by kind, and ordered by harm: the panic first, then the values (and growth) that differ silently
     assert (
-        "What differs: 2 differences (1 a panic or error on one side, 1 silently different values or gradients)"
-        in cards
+        "<h2>What differs: 2 differences</h2>" in cards
+        and '<a href="#kind-crash">1 a panic or error on one side</a>' in cards
+        and '<a href="#kind-values">1 silently different values or gradients</a>' in cards
     )
     assert cards.index("burn/target panicked at step 3") < cards.index("burn&#x27;s detach() on a parameter keeps")
     assert "burn&#x27;s detach() on a parameter keeps require_grad" in cards

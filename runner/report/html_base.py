@@ -147,7 +147,8 @@ input.filter { font: inherit; font-size: 13px; padding: 2px 6px; margin: .4em 0 
 .card { overflow-wrap: break-word; border: 1px solid #aaa; border-left: 7px solid var(--burn); border-radius: 4px; padding: .5em .9em .7em; background: #fff; }
 .card.gone { border-left-color: var(--fix); border-left-style: double; }
 .card.agreement { border-left-color: var(--fix); } .card.awaits { border-left-style: dashed; }
-h3.kind { margin: 1.1em 0 .45em; font-size: 1.02em; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
+p.kinds { margin: .1em 0 .2em; font-size: 14px; }
+h3.kind { margin: .5em 0 .3em; font-size: 13px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
 .card h3 { margin: .1em 0 .4em; font-size: 1.12em; } .card h3 .case { font-weight: normal; color: var(--muted); font-size: .85em; }
 .card .body { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 6fr); gap: .3em 1.4em; }
 .card .label { font-size: 11.5px; font-weight: bold; text-transform: uppercase; letter-spacing: .05em; margin: .35em 0 .05em; }

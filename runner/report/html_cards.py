@@ -7,7 +7,7 @@ expectations that do not hold."""
 from __future__ import annotations
 
 from ..fmt import observed_text, value_text
-from ..harm import Harm
+from ..harm import Harm, agreements_text, by_kind, differences_text
 from .differences import ROLE_AGREEMENT, ROLE_DIFFERENCE, ROLE_FIX, Difference, Fact, PairEvidence, slug
 from .html_base import code_pair, esc, holds_text, prose, verdict
 from .model import Report
@@ -174,9 +174,13 @@ def section(report: Report) -> str:
     """The differences, one group per kind of harm (most harmful first), and the headline that counts them."""
     diffs = report.differing
     machines = len(report.machines)
+    # The headline's counts, each a link to its group: most harmful first, then the agreements.
+    kinds = [f'<a href="#kind-{harm.word}">{n} {esc(harm.text)}</a>' for harm, n in by_kind(report.harms)]
+    if report.agreeing:
+        kinds.append(f'<a href="#agreements">{esc(agreements_text(len(report.agreeing)))}</a>')
     intro = (
-        f'<h2>What differs: {esc(report.headline())}</h2><p class="note">Ordered by what hurts a porter most: '
-        "a crash or panic, then silently different values, then growth, then a different default.</p>"
+        f"<h2>What differs: {esc(differences_text(len(diffs)))}</h2>"
+        f'<p class="kinds" title="most harmful first" aria-label="{esc(report.headline())}">{" · ".join(kinds)}</p>'
         if diffs
         else "<h2>What differs</h2><p>No case of this report claims a difference between PyTorch and burn.</p>"
     )

@@ -67,10 +67,14 @@ class Report:
         """The cards of cases where both frameworks do the same."""
         return [d for d in self.differences if d.agrees]
 
+    @property
+    def harms(self) -> list[Harm]:
+        """The kind of every difference card, most harmful first."""
+        return [d.standing.harm for d in self.differing if d.standing.harm is not None]
+
     def headline(self) -> str:
         """`13 differences (4 a panic or error on one side, ...); 5 cases where both frameworks agree`"""
-        harms: list[Harm] = [d.standing.harm for d in self.differing if d.standing.harm is not None]
-        return headline(harms, len(self.agreeing))
+        return headline(self.harms, len(self.agreeing))
 
     @property
     def failed(self) -> int:
