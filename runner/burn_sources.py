@@ -12,7 +12,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadInput, Infrastructure, quote
+from .errors import BadInput, Infrastructure
+from .escape import quote
 from .inputs import MAX_PATH_CHARS, check_path_argument
 from .paths import PROBE_MANIFEST
 from .versions import is_version
@@ -71,6 +72,12 @@ def parse(argument: str, option: str) -> BurnSource | str:
         check_path_argument(argument, option)
     except BadInput as err:
         raise BadInput(f"{err}; and not a semantic version (e.g. 0.22.0) or 'latest'") from None
+    try:
+        argument.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8, as Python decodes them from argv
+        raise BadInput(
+            f"{option} {quote(argument)}: a path that is not UTF-8; cargo cannot name it in a Cargo.toml"
+        ) from None
     folder = Path(argument)
     if folder.is_dir():
         crate = _burn_crate_dir(folder)

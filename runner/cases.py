@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import BadInput, quote
+from .errors import BadInput
+from .escape import quote
 from .frameworks import ADAPTERS
 from .inputs import MAX_CASE_BYTES, check_path_argument, read_text
 from .model.base import describe_errors

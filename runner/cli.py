@@ -17,15 +17,16 @@ import argparse
 
 from . import cases as case_files
 from . import outputs
-from .argtypes import add_measurement_options, path, positive_int, timeout_seconds
+from .argtypes import Parser, add_measurement_options, path, positive_int, timeout_seconds
 from .engine import check
 from .errors import ExitCode, Interrupted, RunnerError
+from .escape import terminal
 from .frameworks import FRAMEWORKS
 from .fuzz import command as fuzz_command
 from .progress import ConsoleReporter
 from .report import command as report_command
 from .results import dump, keep_partial
-from .signals import say, stop_on_signals
+from .signals import say, show, stop_on_signals
 from .terminal import summary
 from .upgrade import command as upgrade_command
 
@@ -33,7 +34,7 @@ PROG = "burn-torch-diff"
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").split("\n\n")[0])
+    parser = Parser(prog=prog, description=(__doc__ or "").split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser(
         "check",
@@ -93,9 +94,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         text = dump(doc)
         outputs.write_or_keep([(args.json, text)], "--json", keep_as=[("check", text)])
-    print(summary(doc))
+    show(summary(doc))
     if args.json:
-        print(f"results written to {args.json}")
+        show(f"results written to {terminal(args.json)}")
     return ExitCode.OK if doc.summary.failed == 0 else ExitCode.FAILED
 
 

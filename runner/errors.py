@@ -66,18 +66,6 @@ class Interrupted(KeyboardInterrupt):
         return signal_name(self.signum)
 
 
-# Messages quote at most this many characters of a bad value.
-QUOTE_LIMIT = 80
-
-
-def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """`repr(value)`, shortened to `limit` characters with the length said: how a message shows a bad value."""
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 3]}... ({len(text)} characters)"
-
-
 def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name

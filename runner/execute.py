@@ -39,11 +39,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import limits, noise
+from . import limits, noise, workers
 from .errors import signal_name
 from .model.base import describe_errors
 from .model.results import RawRun, from_data
-from .paths import PROJECT_ROOT
 
 STDERR_TAIL_CHARS = 4000
 # How much of a dead worker's stderr is searched for an allocation failure.
@@ -73,13 +72,6 @@ class RunRequest:
     memory_mib: int | None = limits.DEFAULT_MEMORY_MIB
     # Noise controls (`runner.noise`): fixed malloc settings, CPU pinning.
     controls: noise.Controls = field(default_factory=noise.Controls)
-
-
-def _worker_env(controls: noise.Controls) -> dict[str, str]:
-    env = noise.worker_env(os.environ, controls, noise.timed_cpu())
-    env["PYTHONFAULTHANDLER"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
-    return env
 
 
 def _alive(pid: int) -> bool:
@@ -151,12 +143,12 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> _Ended:
             try:
                 ended = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:  # reaped by someone else: its status is lost
-                _kill_group(proc.pid)
+                workers.kill_group(proc.pid)
                 if proc.returncode is None:
                     proc.returncode = 255
                 return _Ended(False, peak)
             if ended is not None:
-                _kill_group(proc.pid)
+                workers.kill_group(proc.pid)
                 _pid, status, usage = os.wait4(proc.pid, 0)
                 proc.returncode = os.waitstatus_to_exitcode(status)
                 return _Ended(False, max(peak or 0, usage.ru_maxrss * 1024) or None)
@@ -175,25 +167,9 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> _Ended:
             os.close(pidfd)
 
 
-# The process groups of the workers running now (runs go side by side in threads): a signal
-# arrives in the main thread, which kills them all (`kill_running`) before it unwinds.
-_RUNNING: set[int] = set()
-_RUNNING_LOCK = threading.Lock()
-
-
 def kill_running() -> None:
     """Kill every worker under way (their `execute` calls then return at once)."""
-    with _RUNNING_LOCK:
-        groups = list(_RUNNING)
-    for pgid in groups:
-        _kill_group(pgid)
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    workers.kill_running()
 
 
 def _read_progress(fd: int, on_event: Callable[[dict[str, Any]], None], seen: list[dict[str, Any]]) -> None:
@@ -249,16 +225,14 @@ def execute(
         started = time.monotonic()
         with open(stderr_path, "wb") as stderr:
             try:
-                proc = subprocess.Popen(
+                proc = workers.start(
                     [*command, str(spec_path), str(result_path), str(write_fd)],
-                    pass_fds=(write_fd,),
+                    memory_mib=request.memory_mib,
+                    env=workers.environment(request.controls, request.env),
                     stdin=subprocess.DEVNULL,
                     stdout=stderr,
                     stderr=subprocess.STDOUT,
-                    env={**_worker_env(request.controls), **request.env},
-                    cwd=PROJECT_ROOT,
-                    start_new_session=True,
-                    preexec_fn=limits.child_setup(request.memory_mib),
+                    pass_fds=(write_fd,),
                 )
             except (OSError, subprocess.SubprocessError) as err:
                 os.close(read_fd)
@@ -276,8 +250,6 @@ def execute(
                     },
                 )
             os.close(write_fd)
-            with _RUNNING_LOCK:
-                _RUNNING.add(proc.pid)
             reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress, seen), daemon=True)
             reader.start()
             ended = _Ended(False, None)
@@ -285,11 +257,7 @@ def execute(
                 ended = _wait(proc, request.timeout_s)
             finally:
                 # On timeout, Ctrl-C, SIGTERM or any other exit: no worker outlives its run.
-                if proc.returncode is None:
-                    _kill_group(proc.pid)
-                    proc.wait()
-                with _RUNNING_LOCK:
-                    _RUNNING.discard(proc.pid)
+                workers.stop(proc)
             reader.join(timeout=5)
         wall_s = time.monotonic() - started
         stderr_text = _tail(stderr_path, STDERR_SCAN_BYTES)

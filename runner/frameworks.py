@@ -4,9 +4,8 @@ The orchestrator validates case files against this table; a worker imports the
 adapter module named here and nothing else, so the torch adapter never loads
 the probe and the burn adapter never loads torch.
 
-The p10 modes are listed once, here (`P10_MODES`); the probe has its own list
-(`rust_probe/src/config.rs`, exported as `_probe.MODES`) and a test holds the
-two together.
+The p10 modes and the frameworks are the contract's (`runner.contract`), which
+the probe's `Mode` enum is generated from.
 """
 
 from __future__ import annotations
@@ -14,18 +13,14 @@ from __future__ import annotations
 import importlib.metadata
 from dataclasses import dataclass
 
-FRAMEWORKS: tuple[str, ...] = ("torch", "burn")
+from .contract import ops as contract_ops
+from .contract import p10 as contract_p10
+
+FRAMEWORKS: tuple[str, ...] = contract_ops.FRAMEWORKS
 
 # Mode -> the frameworks that have it. PyTorch has detach() only, which already
 # gives a constant: `without` and `target-without` are burn's fix.
-P10_MODES: dict[str, tuple[str, ...]] = {
-    "detach": ("torch", "burn"),
-    "target": ("torch", "burn"),
-    "without": ("burn",),
-    "target-without": ("burn",),
-    "log": ("torch", "burn"),
-    "ema-only": ("torch", "burn"),
-}
+P10_MODES: dict[str, tuple[str, ...]] = {mode.name: mode.frameworks for mode in contract_p10.MODES}
 
 
 def _requirement_of(distribution: str, default: str) -> str:
@@ -53,16 +48,12 @@ class Adapter:
     override_env: str | None = None
 
 
-def _p10_modes(framework: str) -> tuple[str, ...]:
-    return tuple(mode for mode, frameworks in P10_MODES.items() if framework in frameworks)
-
-
 ADAPTERS: dict[tuple[str, str], Adapter] = {
     ("p10", "torch"): Adapter(
         framework="torch",
         kind="p10",
         module="runner.adapters.torch_p10",
-        modes=_p10_modes("torch"),
+        modes=contract_p10.modes_of("torch"),
         requirement="torch",
         install_hint=f"pip install '{_requirement_of('torch', 'torch')}' (or run scripts/bootstrap)",
     ),
@@ -70,7 +61,7 @@ ADAPTERS: dict[tuple[str, str], Adapter] = {
         framework="burn",
         kind="p10",
         module="runner.adapters.burn_p10",
-        modes=_p10_modes("burn"),
+        modes=contract_p10.modes_of("burn"),
         requirement="runner._probe",
         install_hint="build the probe with scripts/bootstrap",
         override_env="RUNNER_PROBE_PATH",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
+from .escape import quote
 
 # Case files are a few KiB; a results document of the whole catalogue a few MiB.
 MAX_CASE_BYTES = 1 << 20
@@ -27,15 +28,13 @@ NAME_MAX = 255
 def path_problem(text: str) -> str | None:
     """Why the file system cannot take this path (too long as a whole or in a part, a NUL), or None."""
     if len(text) > MAX_PATH_CHARS:
-        return f"a path of {len(text)} characters; at most {MAX_PATH_CHARS} are accepted (starts {text[:40]!r})"
+        return f"a path of {len(text)} characters; at most {MAX_PATH_CHARS} are accepted: {quote(text)}"
     if "\0" in text:
         return "a path with a NUL character"
     for part in text.split(os.sep):
         size = len(os.fsencode(part))
         if size > NAME_MAX:
-            return (
-                f"a name of {size} bytes in the path (starts {part[:40]!r}); the file system takes at most {NAME_MAX}"
-            )
+            return f"a name of {size} bytes in the path ({quote(part)}); the file system takes at most {NAME_MAX}"
     return None
 
 

@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 from .atomic import not_regular, write_text, write_together
-from .errors import BadInput, Infrastructure, quote
+from .errors import BadInput, Infrastructure
+from .escape import quote
 from .inputs import check_path_argument
 from .paths import cache_dir
 

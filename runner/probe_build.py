@@ -14,16 +14,17 @@ probe sources, lock, rustc, profile) and reused while that key holds.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+import tomli_w
 from pydantic import ValidationError
 
 from .atomic import write_text
@@ -36,7 +37,6 @@ PROFILE = "release"
 # Bump when the way a side is built changes, so cached builds are redone.
 RECIPE = 5
 MAX_ERRORS = 5
-_BURN_DEP = re.compile(r'^burn\s*=\s*\{\s*version\s*=\s*"[^"]*"', re.MULTILINE)
 
 
 def _rustc_version() -> str:
@@ -64,17 +64,22 @@ def build_key(source: BurnSource) -> str:
 
 
 def _manifest_for(source: BurnSource) -> str:
-    text = (PROJECT_ROOT / "rust_probe" / "Cargo.toml").read_text()
-    if source.version:
-        replacement = f'burn = {{ version = "={source.version}"'
-    else:
-        replacement = f"burn = {{ path = {json.dumps(str(source.path))}"
-    text, count = _BURN_DEP.subn(lambda _: replacement, text)
-    if count != 1:
-        raise Infrastructure("rust_probe/Cargo.toml: could not find its `burn = { version = ... }` line")
-    text = re.sub(r'^name = "rust_probe"$', 'name = "rust_probe_upgrade"', text, flags=re.MULTILINE)
-    # Only the library is built; the binary's `use rust_probe::...` must not be compiled.
-    return re.sub(r"^\[\[bin\]\][^\[]*", "", text, flags=re.MULTILINE)
+    """The probe's manifest for one side, written by a TOML writer (a path is any
+    text a folder name can hold: quotes, line breaks, emoji): burn from that
+    source, the package renamed, the binaries left out."""
+    manifest = tomllib.loads((PROJECT_ROOT / "rust_probe" / "Cargo.toml").read_text())
+    burn = manifest.get("dependencies", {}).get("burn")
+    if not isinstance(burn, dict) or "version" not in burn:
+        raise Infrastructure("rust_probe/Cargo.toml: could not find its `burn = { version = ... }` dependency")
+    del burn["version"]
+    where = {"version": f"={source.version}"} if source.version else {"path": str(source.path)}
+    manifest["dependencies"]["burn"] = {**where, **burn}
+    manifest["package"]["name"] = "rust_probe_upgrade"
+    if "lib" in manifest:
+        manifest["lib"]["name"] = "rust_probe_upgrade"
+    # Only the library is built; the binaries' `use rust_probe::...` must not be compiled.
+    manifest.pop("bin", None)
+    return tomli_w.dumps(manifest)
 
 
 def _prepare(folder: Path, source: BurnSource) -> None:

@@ -21,7 +21,8 @@ from pydantic import ValidationError
 
 from . import noise, outputs
 from .cost import cpu_peak
-from .errors import BadInput, Interrupted, RunnerError, quote
+from .errors import BadInput, Interrupted, RunnerError
+from .escape import quote
 from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
 from .model import migrate
 from .model.base import describe_errors

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from types import FrameType
 
 from .errors import Interrupted
+from .escape import terminal
+from .statusline import erase_current
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -97,8 +99,20 @@ def deferred() -> Iterator[None]:
 
 
 def say(text: str) -> None:
-    """A line on stderr; a terminal that hung up (SIGHUP) must not turn it into a traceback."""
+    """A line on stderr; a terminal that hung up (SIGHUP) must not turn it into a traceback.
+
+    Shown through `escape.terminal` (its line breaks kept): a message that
+    quotes a file name or a case's text cannot drive the terminal. A status
+    line on screen (the runs' progress) is taken off first."""
+    erase_current()
     try:
-        print(text, file=sys.stderr, flush=True)
+        print(terminal(text, lines=True), file=sys.stderr, flush=True)
     except OSError:
         pass
+
+
+def show(text: str) -> None:
+    """What a command prints on stdout when it is done (a summary, the files it wrote), through
+    `escape.terminal` with its line breaks kept."""
+    erase_current()
+    print(terminal(text, lines=True), flush=True)

@@ -1,12 +1,15 @@
 """What `check` prints on stdout when it is done: the cases that document a
 difference by kind of harm (in the report's order and counts, `runner.harm`)
 and those where both frameworks agree, a table of runs and a verdict per
-expectation."""
+expectation. Every cell and line is shown through `escape.terminal`: a case's
+name or text cannot drive the terminal or start a line of its own (a forged
+PASS, a cleared FAIL)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .escape import terminal
 from .fmt import (
     flag,
     gflops_text,
@@ -23,6 +26,7 @@ from .model.results import CaseInfo, ResultsDocument
 
 
 def table(rows: list[list[str]]) -> str:
+    rows = [[terminal(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -115,7 +119,7 @@ def summary(doc: ResultsDocument) -> str:
     out += ["Runs (medians of the reference and last windows; Theil-Sen slopes):", table(rows)]
     measured = measurement_text(doc.provenance)
     if measured:
-        out.append(f"Measured: {measured}")
+        out.append(terminal(f"Measured: {measured}"))
     out.append("")
 
     out.append("Expectations:")
@@ -123,12 +127,17 @@ def summary(doc: ResultsDocument) -> str:
         mark = "PASS" if verdict.passed else "FAIL"
         observed = observed_text(verdict) if verdict.b is not None else show(verdict.observed)
         out.append(
-            f"  {mark}  {verdict.case} {verdict.subject} {verdict.check}: expected {show(verdict.expected)}, observed {observed}"
+            terminal(
+                f"  {mark}  {verdict.case} {verdict.subject} {verdict.check}: "
+                f"expected {show(verdict.expected)}, observed {observed}"
+            )
         )
     for skipped in doc.not_applicable:
         out.append(
-            f"  n/a   {skipped.case} {skipped.subject}: limited to burn {skipped.burn_versions}, "
-            f"ran burn {skipped.burn}"
+            terminal(
+                f"  n/a   {skipped.case} {skipped.subject}: limited to burn {skipped.burn_versions}, "
+                f"ran burn {skipped.burn}"
+            )
         )
     s = doc.summary
     out.append("")

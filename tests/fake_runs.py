@@ -116,13 +116,3 @@ def gone(pid: int, timeout: float = 10) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-def unavailable(reason: str) -> None:
-    """Skip a test whose tool or permission this host lacks; in CI (CI=true), where the bootstrap
-    provides it, fail instead, so that a missing piece cannot turn the test off unseen."""
-    import pytest
-
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)

@@ -127,3 +127,42 @@ def test_the_exit_codes_are_one_enum():
     assert [int(c) for c in ExitCode] == [0, 1, 2, 3]
     assert (RunnerError.exit_code, BadInput.exit_code, Infrastructure.exit_code) == (1, 2, 3)
     assert ExitCode.of_signal(15) == 143 and Interrupted(2).exit_code == 130
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["fuzz", "--seed", "9" * 5000],
+        ["fuzz", "--seed", "-1"],
+        ["fuzz", "--seed", "x" * 5000],
+        ["check", "--framework", "j" * 5000],
+        ["check", "--steps", "7" * 5000],
+        ["check", "--bogus" + "y" * 5000],
+        ["frobnicate" + "z" * 5000],
+    ],
+)
+def test_a_bad_argument_value_is_quoted_at_most_80_characters(args, capsys):
+    try:
+        code = cli.main(args)
+    except SystemExit as stop:
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2
+    message = err.strip().splitlines()[-1]
+    assert len(message) < 300, message
+    assert "characters)" in message or "-1" in message
+
+
+def test_argparse_messages_show_control_characters(capsys):
+    try:
+        cli.main(["check", "--bogus\x1b]0;pwned\x07"])
+    except SystemExit as stop:
+        assert stop.code == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "--bogus\\x1b]0;pwned\\x07" in err
+
+
+def test_a_seed_in_range_is_taken():
+    from runner.argtypes import MAX_SEED, seed
+
+    assert seed("0") == 0 and seed(str(MAX_SEED)) == MAX_SEED

@@ -106,10 +106,19 @@ def test_hang_is_a_timeout_and_the_worker_is_killed(tmp_path):
         time.sleep(600)
     """,
     )
+    # The reference: a worker that sleeps as long as the timeout and then ends by itself, well within
+    # its own timeout; what a run of that length costs here, start and reaping included.
+    (tmp_path / "reference").mkdir()
+    sleeper = fake_worker(tmp_path / "reference", "checkpoint(1)\ntime.sleep(2)\n")
+    started = time.monotonic()
+    execute(RunRequest("fake", "p10", "burn", "detach", {}, timeout_s=60), worker=sleeper)
+    reference = time.monotonic() - started
     request = RunRequest("fake", "p10", "burn", "detach", {}, timeout_s=2)
     started = time.monotonic()
     record = execute(request, worker=worker)
-    assert time.monotonic() - started < 20
+    hung = time.monotonic() - started
+    # killed at its timeout, not left to sleep its 600 s: about the reference (a ratio, not seconds)
+    assert hung < 3 * reference, (hung, reference)
     assert record.outcome == "timeout" and record.timeout_s == 2
     assert [c.step for c in record.checkpoints] == [1]
     import os

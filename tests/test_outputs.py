@@ -12,8 +12,9 @@ import os
 import stat
 
 import pytest
-from fake_runs import case_file, environment, unavailable
+from fake_runs import case_file, environment
 from report_fixtures import SAMPLE_1, SAMPLE_2, report, snapshot
+from tools import missing
 
 from runner import atomic, cli, outputs
 from runner.errors import BadInput
@@ -52,7 +53,7 @@ def special(kind: str, path):
         try:
             os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a private copy of /dev/null
         except PermissionError:
-            unavailable("mknod is not permitted here (a device file to refuse)")
+            missing("mknod", "to make a device file for the runner to refuse")
     return path
 
 

@@ -21,10 +21,10 @@ def test_modes_are_the_six_p10_modes():
 def test_detach_ema_is_tracked_and_without_is_not():
     detach = _probe.run_p10("detach", steps=30, **SMALL)
     without = _probe.run_p10("without", steps=30, **SMALL)
-    assert detach["outcome"] == without["outcome"] == "completed"
-    assert [c["is_tracked"] for c in detach["checkpoints"]] == [True, True]
-    assert [c["is_tracked"] for c in without["checkpoints"]] == [False, False]
-    assert not any(c["is_autodiff"] for c in without["checkpoints"])
+    assert detach["outcome"] == without["outcome"] == "ok"
+    assert [c["tracked"] for c in detach["checkpoints"]] == [True, True]
+    assert [c["tracked"] for c in without["checkpoints"]] == [False, False]
+    assert not any(c["flags"]["is_autodiff"] for c in without["checkpoints"])
 
 
 def test_target_panic_comes_back_as_data():
@@ -42,13 +42,13 @@ def test_target_panic_comes_back_as_data():
 
 def test_interpreter_survives_a_panic_and_runs_again():
     assert _probe.run_p10("target", steps=5, **SMALL)["outcome"] == "panic"
-    assert _probe.run_p10("target-without", steps=5, **SMALL)["outcome"] == "completed"
+    assert _probe.run_p10("target-without", steps=5, **SMALL)["outcome"] == "ok"
 
 
 def test_log_and_ema_only_complete_with_every_step_timed():
     for mode in ("log", "ema-only"):
         result = _probe.run_p10(mode, steps=25, checkpoints=[1, 10, 25], **SMALL)
-        assert result["outcome"] == "completed"
+        assert result["outcome"] == "ok"
         assert len(result["step_ms"]) == 25
         assert [c["step"] for c in result["checkpoints"]] == [1, 10, 25]
         assert all(c["rss_delta_mib"] is not None for c in result["checkpoints"])

@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 
 from runner import _probe
-from runner.adapters.program_record import to_record
+from runner.contract.ops import OPS
 from runner.model.case import Tolerance
 from runner.model.results import RawRun, from_data
 from runner.oracles import compare_observations
 from runner.program import data, syntax, torch_interp
-from runner.program.ops import OPS
 
 # op -> a program that uses it, observing its result (and, when it has a gradient, the params').
 PROGRAMS: dict[str, str] = {
@@ -85,7 +84,7 @@ def test_every_operation_has_a_program():
 
 
 def _record(result: dict[str, Any]) -> RawRun:
-    return from_data(RawRun, {"case": "ops", "framework": "torch", "mode": "m", **to_record(result)})
+    return from_data(RawRun, {"case": "ops", "framework": "torch", "mode": "m", **result})
 
 
 def _run_both(source: str) -> tuple[RawRun, RawRun]:

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from runner.model.results import InterpreterResult, from_data
 from runner.program.data import materialize
-from runner.program.ir import Program, RunOutcome, Settings, Stmt, same_values
+from runner.program.ir import Program, Settings, Stmt, same_values
 from runner.program.syntax import parse
 
 SOURCE = """\
@@ -52,7 +53,7 @@ def test_json_round_trip(ir):
 
 def test_json_shape_matches_the_contract(ir):
     assert list(ir) == ["ir_version", "tensors", "modules", "body", "settings"]
-    assert ir["ir_version"] == 1
+    assert ir["ir_version"] == 2
     assert [(t["name"], t["role"], t["shape"], t.get("module")) for t in ir["tensors"]] == [
         ("w", "param", [4, 3], None),
         ("lin.weight", "param", [3, 4], "lin"),
@@ -61,7 +62,7 @@ def test_json_shape_matches_the_contract(ir):
     ]
     assert "module" not in ir["tensors"][0]
     assert ir["modules"] == [
-        {"name": "lin", "kind": "linear", "d_in": 4, "d_out": 3, "bias": True, "layout": "transposed"}
+        {"name": "lin", "kind": "linear", "attrs": {"d_in": 4, "d_out": 3, "bias": True, "layout": "transposed"}}
     ]
     first = ir["body"][0]
     assert first == {
@@ -96,8 +97,11 @@ def test_defaults_are_filled_and_ints_become_floats(ir):
     ("edit", "fragment"),
     [
         (lambda d: d.update(extra=1), "Extra inputs are not permitted"),
-        (lambda d: d.update(ir_version=2), "ir_version"),
-        (lambda d: d["tensors"][0].update(dtype="f32"), "Extra inputs are not permitted"),
+        (lambda d: d.update(ir_version=1), "ir_version"),
+        (lambda d: d["tensors"][0].update(dtype="f32"), "'float', 'int' or 'bool'"),
+        (lambda d: d["tensors"][0].update(dtype="int"), "a param is a float tensor"),
+        (lambda d: d["tensors"][3].update(dtype="int"), "not an integer"),
+        (lambda d: d["tensors"][3].update(dtype="bool"), "is not 0 or 1"),
         (lambda d: d["tensors"][0].update(data=[math.nan] * 12), "finite number"),
         (lambda d: d["tensors"][0].update(data=[1e39] * 12), "not a finite float32"),
         (lambda d: d["tensors"][0].update(data=[1.0]), "data has 1 values; shape [4, 3] needs 12"),
@@ -105,13 +109,17 @@ def test_defaults_are_filled_and_ints_become_floats(ir):
         (lambda d: d["tensors"][0].update(shape=[1, 1, 1, 1, 12]), "at most 4 items"),
         (lambda d: d["tensors"][0].update(shape=[4.0, 3]), "valid integer"),
         (lambda d: d["tensors"][0].update(shape=[]), "at least 1 item"),
-        (lambda d: d["tensors"][0].update(role="buffer"), "'param' or 'input'"),
+        (lambda d: d["tensors"][0].update(role="buffer"), "only a module's tensors are buffers"),
+        (lambda d: d["tensors"][0].update(role="state"), "'param', 'input' or 'buffer'"),
         (lambda d: d["tensors"][0].update(name="lin.weight"), "names a module's tensor (set `module`)"),
-        (lambda d: d["tensors"][0].update(module="lin"), "must be named `lin.weight` or `lin.bias`"),
+        (lambda d: d["tensors"][0].update(module="lin"), "must be named `lin.NAME`"),
         (lambda d: d["tensors"][3].update(name="w"), "declared twice"),
         (lambda d: d["tensors"][1].update(shape=[4, 3], data=[0.0] * 12), "expected [3, 4]"),
         (lambda d: d["tensors"].pop(2), "lin.bias' is missing"),
-        (lambda d: d["modules"][0].update(layout="other"), "'transposed' or 'copied'"),
+        (lambda d: d["modules"][0]["attrs"].update(layout="other"), "one of 'transposed', 'copied'"),
+        (lambda d: d["modules"][0].update(layout="copied"), "Extra inputs are not permitted"),
+        (lambda d: d["modules"][0].update(kind="lstm"), "unknown kind 'lstm'"),
+        (lambda d: d["modules"][0]["attrs"].update(d_in=70000), "`d_in` must be >= 1 and <= 65536"),
         (lambda d: d["body"][0].update(op="adagrad"), "unknown op 'adagrad'"),
         (lambda d: d["body"][0].update(extra=True), "Extra inputs are not permitted"),
         (lambda d: d["body"][0]["attrs"].update(lr=math.inf), "finite"),
@@ -175,7 +183,7 @@ RESULT: dict[str, Any] = {
 
 
 def test_run_outcome_model():
-    result = RunOutcome.model_validate(RESULT)
+    result = from_data(InterpreterResult, RESULT)
     assert result.failure is not None and result.failure.location is None
     assert same_values(result.observations[0].values, [math.nan, math.inf])
     for edit, fragment in [
@@ -186,7 +194,7 @@ def test_run_outcome_model():
         data = copy.deepcopy(RESULT)
         edit(data)
         with pytest.raises(ValidationError, match=fragment):
-            RunOutcome.model_validate(data)
+            from_data(InterpreterResult, data)
 
 
 def test_same_values():

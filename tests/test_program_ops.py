@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.program.ops import (
+from runner.contract.ops import (
     ARG_NAME,
     OMITTED,
     OPS,
@@ -47,7 +47,7 @@ def test_contract_table_lists_the_same_ops():
 
 def test_contract_table_is_the_rendered_table():
     doc = "\n".join(table_rows(doc_section("## 3. Operations"), "| op | source | torch | burn 0.22.1 |")) + "\n"
-    assert doc == markdown_table(), "docs/program-ir.md section 3: paste `python -m runner.program.ops`"
+    assert doc == markdown_table(), "docs/program-ir.md section 3: paste `python -m runner.contract.ops`"
 
 
 def test_contract_attrs_table_is_the_rendered_table():

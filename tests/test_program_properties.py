@@ -3,19 +3,15 @@ programs always run to an outcome under the torch interpreter."""
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("hypothesis")
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from program_strategies import SYNTAXY, programs
 
+from runner.contract.ops import OPS
 from runner.errors import BadInput
+from runner.model.results import InterpreterResult, from_data
 from runner.program import torch_interp
 from runner.program.data import materialize
-from runner.program.ir import RunOutcome
-from runner.program.ops import OPS
 from runner.program.render_torch import render
 from runner.program.syntax import parse, unparse
 
@@ -55,7 +51,7 @@ def test_mutated_programs_raise_only_bad_input(source, at, insert):
 def test_generated_programs_run_to_an_outcome(source, seed):
     prog = materialize(parse(source, where="generated"), seed)
     result = torch_interp.run(prog)
-    RunOutcome.model_validate(result)
+    from_data(InterpreterResult, result)
     assert result["outcome"] in ("ok", "error")
     if result["outcome"] == "error":
         assert result["failure"]["type"] and result["failure"]["op"] in OPS

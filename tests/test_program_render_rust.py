@@ -11,14 +11,12 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_runs import unavailable
 
 from runner import _probe
 from runner.cases import load_case
@@ -304,8 +302,8 @@ def test_small_tensors_are_literals_in_main_and_linear_weights_follow_the_layout
             {"name": "b.weight", "role": "param", "shape": [2, 3], "data": weight, "module": "b"},
         ],
         "modules": [
-            {"name": "a", "d_in": 3, "d_out": 2, "bias": False},
-            {"name": "b", "d_in": 3, "d_out": 2, "bias": False, "layout": "copied"},
+            {"name": "a", "kind": "linear", "attrs": {"d_in": 3, "d_out": 2, "bias": False}},
+            {"name": "b", "kind": "linear", "attrs": {"d_in": 3, "d_out": 2, "bias": False, "layout": "copied"}},
         ],
         "body": [
             {"index": 0, "line": 1, "op": "linear", "args": ["a", "x"], "out": "ya"},
@@ -380,9 +378,16 @@ def test_an_operation_burn_lacks_is_refused_by_name(source, refused):
     assert sketch(p) is None
 
 
-def test_the_refused_operations_are_the_probes_unsupported_ones():
-    unsupported = {op for op, status in _probe.PROGRAM_OPS.items() if status == "unsupported"}
-    assert set(render_rust.UNSUPPORTED) == unsupported
+def test_every_operation_the_probe_lacks_is_refused_by_the_renderer():
+    lacked = {op for op, status in _probe.PROGRAM_OPS.items() if status == "unsupported"}
+    sources = {
+        "no_grad": "a = param(2)\nwith no_grad():\n    b = a * 2.0\n",
+        "retain_grad": "a = param(2)\nb = a * 2.0\nretain_grad(b)\n",
+    }
+    assert lacked == set(sources)
+    for op, source in sources.items():
+        with pytest.raises(ValueError, match=f"has no `{op}`"):
+            render(program(source))
 
 
 def test_the_sketch_is_the_code_without_data_or_printing():
@@ -500,8 +505,6 @@ def agreement(p: Program, run: render_rust.ReproducerRun) -> list[str]:
 @pytest.fixture(scope="module")
 def built() -> dict[str, Any]:
     """Every sample program rendered into one workspace, built once, each run."""
-    if shutil.which("cargo") is None:
-        unavailable("cargo is not installed (the reproducers are built with it)")
     folder = cache_dir() / "repro-workspace"
     programs = {name: sample_program(name) for name in SAMPLE}
     members: dict[str, Program | Path] = dict(programs)

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from runner.contract.ops import OPS
 from runner.errors import BadInput
+from runner.model.results import InterpreterResult, from_data
 from runner.program import torch_interp
 from runner.program.data import materialize
-from runner.program.ir import Program, RunOutcome, Settings
-from runner.program.ops import OPS
+from runner.program.ir import Program, Settings
 from runner.program.syntax import parse
 
 X = np.array([[1.0, -2.0, 3.0], [-0.5, 0.25, 4.0]])
@@ -40,7 +41,7 @@ def program(src: str, settings: Settings | None = None, seed: int = 0) -> Progra
 
 def run(src: str, *, dtype: torch.dtype = torch.float64, settings: Settings | None = None) -> dict[str, Any]:
     result = torch_interp.run(program(src, settings), dtype=dtype)
-    RunOutcome.model_validate(result)
+    from_data(InterpreterResult, result)
     return result
 
 
@@ -468,12 +469,12 @@ def test_p10_runs_with_an_untracked_ema(target):
     prog = program(P10.format(loss=loss), P10_SETTINGS)
     seen: list[dict[str, Any]] = []
     r = torch_interp.run(prog, progress=seen.append)
-    RunOutcome.model_validate(r)
+    from_data(InterpreterResult, r)
     assert r["outcome"] == "ok", r["failure"]
     assert [c["step"] for c in r["checkpoints"]] == [1, 30, 60]
     assert [c["tracked"] for c in r["checkpoints"]] == [False, False, False]
     assert seen == r["checkpoints"]
-    assert r["checkpoints"][0]["flags"]["raw"]["grad_fn"] is None
+    assert r["checkpoints"][0]["flags"]["grad_fn"] is None
     assert len(r["step_ms"]) == 60 and all(ms > 0 for ms in r["step_ms"])
     assert [s[0] for s in r["rss_samples"]] == [10, 20, 30, 40, 50, 60]
     assert r["setup_ms"] > 0
@@ -573,12 +574,32 @@ observe(w)
 """
     prog = program(src)
     assert len(list(prog.statements())) == 8
+
+    observed: list[tuple[list[Any], list[Any]]] = []
+
+    def by_hand() -> None:
+        """The reference: the same program written in torch directly, its observation read out too."""
+        w = torch.randn(16, 16).requires_grad_()
+        x = torch.randn(16, 16)
+        h = torch.relu(x @ w)
+        loss = (torch.tanh(h) * h + 1.0).mean()
+        loss.backward()
+        assert w.grad is not None
+        observed.append((w.detach().numpy().tolist(), w.grad.numpy().tolist()))
+
     for _ in range(5):
         torch_interp.run(prog)
-    times = []
-    for _ in range(30):
+        by_hand()
+    interpreted, direct = [], []
+    for _ in range(30):  # interleaved, so that both see the same load
         started = time.perf_counter()
         r = torch_interp.run(prog)
-        times.append((time.perf_counter() - started) * 1e3)
+        interpreted.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        by_hand()
+        direct.append(time.perf_counter() - started)
     assert r["outcome"] == "ok"
-    assert statistics.median(times) < 5.0, times
+    # A ratio, not milliseconds: 1.8x when this was written (0.12 ms against 0.07 ms); the absolute
+    # figure is benchmarks/test_interpreter_cost.py's.
+    ratio = statistics.median(interpreted) / statistics.median(direct)
+    assert ratio < 10, (ratio, statistics.median(interpreted) * 1e3, statistics.median(direct) * 1e3)

@@ -13,8 +13,8 @@ Screenshots go to the test's tmp folder; with KEEP_SCREENSHOTS=DIR they are
 also copied there (`python3 -m runner report --screenshots` makes the same
 ones of a real report under reports/screenshots/).
 
-Without chromium the test is skipped, except in CI (CI=true), where it fails:
-scripts/bootstrap installs chromium where apt-get is available.
+Without chromium the tests are skipped, except in CI (CI=true), where they fail
+(`tests/tools.py`): scripts/bootstrap installs chromium where apt-get is available.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from fake_runs import unavailable
 from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, report, save, with_case_info
+from tools import require_tool
 
 from runner.report import browser
 
@@ -86,11 +86,7 @@ document.body.appendChild(pre);
 
 
 def chromium() -> str:
-    found = shutil.which("chromium")
-    if found:
-        return found
-    unavailable("chromium is not installed (scripts/bootstrap installs Debian's chromium package with apt-get)")
-    raise AssertionError("unreachable")
+    return require_tool("chromium", "to render the report in a headless browser")
 
 
 def read_png(data: bytes) -> tuple[int, int, list[bytes], int]:

@@ -2,7 +2,6 @@
 so that the README's one test command covers both halves."""
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from runner.paths import target_dir
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
 @pytest.mark.cargo
 def test_cargo_test_passes():
     env = dict(os.environ)

@@ -129,6 +129,44 @@ def test_manifest_copy_for_a_path_escapes_it(tmp_path):
     assert "version" not in manifest["dependencies"]["burn"]
 
 
+@pytest.mark.parametrize(
+    "name", ["emoji 😀 folder", 'quote " and back\\slash', "line\nbreak\n[patch.crates-io]\nburn = { path = '/x' }"]
+)
+def test_manifest_copy_for_any_folder_name_is_valid_toml(tmp_path, name):
+    odd = tmp_path / name
+    manifest = tomllib.loads(probe_build._manifest_for(sources.BurnSource(path=odd)))
+    assert manifest["dependencies"]["burn"]["path"] == str(odd)
+    assert manifest["dependencies"]["burn"]["features"] == ["std", "flex", "autodiff", "optim"]
+    assert set(manifest) == {"package", "lib", "features", "dependencies"}  # nothing injected, no [[bin]]
+
+
+def test_a_path_that_is_not_utf8_is_bad_input(tmp_path):
+    name = b"burn-\xff".decode("utf-8", "surrogateescape")  # as Python decodes such bytes from argv
+    with pytest.raises(BadInput, match="not UTF-8"):
+        sources.parse(str(tmp_path / name), "--to")
+
+
+def test_upgrade_md_shows_a_hostile_path_as_text():
+    from markdown_it import MarkdownIt
+
+    from runner.model.upgrade import Build, UpgradeReport
+    from runner.upgrade.command import render_markdown
+
+    label = "path:/tmp/x\n# Owned\n![img](http://x/y.png)\n[click](javascript:alert(1)) <b>|</b>"
+    report = UpgradeReport(
+        from_=Build(source="0.22.1", ok=True, key="k", folder="-"),
+        to=Build(source=label, ok=False, key="k", folder="-", errors=["error: `x`\n```\n# not a heading"]),
+        rule="r",
+        torch_runs="t",
+        counts={},
+        runs=[],
+    )
+    html = MarkdownIt("commonmark").enable("table").render(render_markdown(report))
+    assert html.count("<h2>") == 1 and "<h1>" not in html
+    assert "<img" not in html and "<a " not in html and "<b>" not in html
+    assert "javascript:alert(1)" in html  # as text
+
+
 # ---- classification -----------------------------------------------------------
 
 CASE = cases.load_case(cases.resolve("p10_ema"))

@@ -1,7 +1,7 @@
 """The p10 loop in burn 0.22.1 (Flex + Autodiff), through the `runner._probe` extension.
 
-The probe runs and times the whole loop in Rust; this module only renames its
-fields into the framework-neutral record. A panic inside burn arrives as data.
+The probe runs and times the whole loop in Rust and returns the run record
+itself (`rust_probe/src/record.rs`). A panic inside burn arrives as data.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from ..contract.rust import digest as contract_digest
 from ..frameworks import adapter_for
 
 PROBE_PATH_ENV = adapter_for("p10", "burn").override_env or "RUNNER_PROBE_PATH"
@@ -32,7 +33,19 @@ def _load_probe() -> ModuleType:
     return module
 
 
-_probe = _load_probe()
+def _checked(probe: ModuleType) -> ModuleType:
+    """The probe, if it was built from this checkout's contract (`runner.contract`)."""
+    built = getattr(probe, "CONTRACT_DIGEST", None)
+    if built != contract_digest():
+        where = os.environ.get(PROBE_PATH_ENV) or getattr(probe, "__file__", "runner._probe")
+        raise ImportError(
+            f"the probe {where} was built from another contract (its digest {built!r}, this checkout's "
+            f"{contract_digest()!r}): rebuild it with scripts/bootstrap"
+        )
+    return probe
+
+
+_probe = _checked(_load_probe())
 MODES = tuple(_probe.MODES)
 
 
@@ -41,29 +54,9 @@ def versions() -> dict[str, str]:
     return {"burn": info["burn"], "rustc": info["rustc"], "probe_profile": info["profile"]}
 
 
-def _checkpoint(raw: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "step": raw["step"],
-        "ms_per_step": raw["ms_per_step"],
-        "rss_bytes": raw["rss_bytes"],
-        "rss_delta_mib": raw["rss_delta_mib"],
-        "tracked": raw["is_tracked"],
-        "flags": {
-            "is_tracked": raw["is_tracked"],
-            "is_require_grad": raw["is_require_grad"],
-            "is_autodiff": raw["is_autodiff"],
-        },
-    }
-
-
 def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    raw = _probe.run_p10(mode, **params, progress=lambda c: progress(_checkpoint(c)))
-    # "stopped" (the progress callback asked to stop) cannot reach here: the
-    # callback's exception is re-raised by run_p10 and becomes outcome "error".
-    return {
-        "outcome": "ok" if raw["outcome"] == "completed" else "panic",
-        "panic": raw["panic"],
-        "step_ms": raw["step_ms"],
-        "checkpoints": [_checkpoint(c) for c in raw["checkpoints"]],
-        "rss_samples": [[step, delta] for step, _bytes, delta in raw.get("rss_samples", [])],
-    }
+    """The probe's `P10Result` is the run record as it is (`rust_probe/src/record.rs`). "stopped"
+    (the progress callback asked to stop) cannot reach here: the callback's exception is
+    re-raised by run_p10 and becomes outcome "error"."""
+    result: dict[str, Any] = _probe.run_p10(mode, **params, progress=progress)
+    return result

@@ -8,11 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .burn_p10 import _probe, versions
-from .program_record import checkpoint, to_record
 
 __all__ = ["run", "versions"]
 
 
 def run(mode: str, params: dict[str, Any], progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    result = _probe.run_program(json.dumps(params["program"]), progress=lambda c: progress(checkpoint(c)))
-    return to_record(result)
+    result: dict[str, Any] = _probe.run_program(json.dumps(params["program"]), progress=progress)
+    return result

@@ -20,16 +20,17 @@ from typing import Any
 from pydantic import JsonValue
 
 from .. import burn_sources, probe_build
-from ..argtypes import budget_seconds, nonempty, path, positive_int, timeout_seconds
+from ..argtypes import budget_seconds, nonempty, path, positive_int, seed, timeout_seconds
 from ..atomic import write_text
 from ..engine import available
 from ..errors import BadInput, ExitCode, Infrastructure
+from ..escape import terminal
 from ..frameworks import adapter_for
 from ..model.fuzz import Divergences, FoundEntry, FuzzDocument, KnownDifference
 from ..model.results import RawRun
 from ..paths import CASES_DIR
 from ..results import now, provenance
-from ..signals import say
+from ..signals import say, show
 from .campaign import Campaign, Found, Stats, program_ir
 from .judge import record_of
 from .known import REGISTRY
@@ -47,7 +48,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long to search (default 60 s; the nightly campaign uses more)",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed (deterministic)")
+    parser.add_argument(
+        "--seed", type=seed, default=0, metavar="N", help="the search's seed, 0 to 2**64 - 1 (deterministic)"
+    )
     parser.add_argument(
         "--max-ops",
         type=positive_int,
@@ -170,8 +173,8 @@ def run(args: argparse.Namespace) -> int:
     doc = summary(stats, campaign, written, args.seed, args.budget, burn_label)
     doc = doc.model_copy(update={"provenance": provenance(started, now())})
     write_text(args.out / "fuzz.json", doc.dump_json())
-    print(render(doc))
-    print(f"written: {args.out / 'fuzz.json'}")
+    show(render(doc))
+    show(f"written: {terminal(args.out / 'fuzz.json')}")
     return ExitCode.FAILED if written else ExitCode.OK
 
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from ..program.ir import ParsedProgram, Stmt, TensorSpec, walk
-from ..program.ops import OPS, AttrValue
+from ..contract.ops import OPS, AttrValue
+from ..program.ir import ModuleDecl, ParsedProgram, Stmt, TensorSpec, walk
 
 DIMS = (1, 2, 3, 4, 8, 16)
 UNARY = ("exp", "tanh", "sigmoid", "relu", "abs", "neg", "clone")
@@ -366,34 +366,11 @@ def _finish(b: _Builder) -> ParsedProgram:
     modules = []
     tensors = list(b.tensors)
     for m in b.modules:
-        modules.append(
-            {
-                "name": m["name"],
-                "kind": "linear",
-                "d_in": m["d_in"],
-                "d_out": m["d_out"],
-                "bias": True,
-                "layout": "transposed",
-            }
+        decl = ModuleDecl(
+            name=str(m["name"]), kind="linear", attrs={"d_in": int(str(m["d_in"])), "d_out": int(str(m["d_out"]))}
         )
-        tensors.append(
-            TensorSpec(
-                name=f"{m['name']}.weight",
-                role="param",
-                shape=[int(str(m["d_out"])), int(str(m["d_in"]))],
-                init="linear",
-                module=str(m["name"]),
-            )
-        )
-        tensors.append(
-            TensorSpec(
-                name=f"{m['name']}.bias",
-                role="param",
-                shape=[int(str(m["d_out"]))],
-                init="linear",
-                module=str(m["name"]),
-            )
-        )
+        modules.append(decl)
+        tensors += decl.tensor_specs()
     counter = iter(range(10**6))
 
     def number(stmt: Stmt) -> dict[str, object]:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.case import Tolerance
-from ..model.results import Observation, RawRun, from_data
+from ..model.results import InterpreterResult, Observation, RawRun, from_data
 from ..oracles import compare_observations
 
 FD_EPS = 1e-6
@@ -83,9 +83,9 @@ class Findings:
 
 
 def record_of(result: dict[str, Any], framework: str) -> RawRun:
-    from ..adapters.program_record import to_record
-
-    data = {"case": "fuzz", "framework": framework, "mode": "generated", **to_record(result)}
+    """An interpreter's result (or the pool's crash or timeout) as a run record."""
+    fields = {k: v for k, v in result.items() if k in InterpreterResult.model_fields}
+    data = {"case": "fuzz", "framework": framework, "mode": "generated", **fields}
     if data["outcome"] in ("crash", "timeout"):
         data.pop("failure", None)
         data["crash"] = {"signal": None, "exit_code": None, "stderr_tail": result["failure"]["message"]}

@@ -22,29 +22,27 @@ import threading
 import time
 from typing import IO, Any
 
+from .. import limits, workers
 from ..errors import signal_name
-from ..execute import _kill_group, _worker_env
 from ..noise import Controls
-from ..paths import PROJECT_ROOT
 
 Result = dict[str, Any]
 STDERR_TAIL = 2000
 
 
 class _Worker:
-    def __init__(self, framework: str, command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, framework: str, command: list[str] | None, env: dict[str, str], memory_mib: int | None) -> None:
         self.framework = framework
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
+        # Started, capped and tied to the runner's life as check's workers are (`runner.workers`).
+        self.proc = workers.start(
             command or [sys.executable, "-m", "runner.fuzz.worker", framework],
+            memory_mib=memory_mib,
+            env=workers.environment(Controls(), env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
-            env={**_worker_env(Controls()), **(env or {})},
-            cwd=PROJECT_ROOT,
-            start_new_session=True,
             text=True,
-            bufsize=1,
         )
         self.next_id = 0
         # A reader thread turns the worker's answers into a queue: select() on a buffered
@@ -84,9 +82,8 @@ class _Worker:
         return self.stderr.read().decode("utf-8", "replace")
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            _kill_group(self.proc.pid)
-        self.proc.wait()
+        self.proc.poll()
+        workers.stop(self.proc)
         self.stderr.close()
 
 
@@ -103,14 +100,21 @@ def _failure(outcome: str, message: str) -> Result:
 
 class WorkerPool:
     """`commands` replaces a framework's worker command (tests stand in workers that crash or
-    hang); `env` is added to every worker's environment (which probe build to load)."""
+    hang); `env` is added to every worker's environment (which probe build to load);
+    `memory_mib` caps each worker's address space, as a case's `execution.memory_mib` caps a
+    check's worker (a worker that reaches it dies, and its program is a crash)."""
 
     def __init__(
-        self, timeout_s: float = 30.0, commands: dict[str, list[str]] | None = None, env: dict[str, str] | None = None
+        self,
+        timeout_s: float = 30.0,
+        commands: dict[str, list[str]] | None = None,
+        env: dict[str, str] | None = None,
+        memory_mib: int | None = limits.DEFAULT_MEMORY_MIB,
     ) -> None:
         self.timeout_s = timeout_s
         self.commands = commands or {}
         self.env = env or {}
+        self.memory_mib = memory_mib
         self.workers: dict[str, _Worker] = {}
         self.crashes = 0
         self.timeouts = 0
@@ -118,7 +122,9 @@ class WorkerPool:
     def _worker(self, framework: str) -> _Worker:
         worker = self.workers.get(framework)
         if worker is None or worker.proc.poll() is not None:
-            worker = self.workers[framework] = _Worker(framework, self.commands.get(framework), self.env)
+            worker = self.workers[framework] = _Worker(
+                framework, self.commands.get(framework), self.env, self.memory_mib
+            )
         return worker
 
     def _drop(self, framework: str, worker: _Worker | None = None) -> None:

@@ -20,7 +20,9 @@ from typing import Annotated, Any, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from ..errors import QUOTE_LIMIT, quote
+# Re-exported: every message quotes a bad value with it.
+from ..escape import QUOTE_LIMIT as QUOTE_LIMIT
+from ..escape import quote as quote
 
 # Integers a double holds exactly; far above any step, byte or core count.
 MAX_COUNT = 2**53

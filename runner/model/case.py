@@ -16,9 +16,10 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
 
 from .. import limits, versions
-from ..errors import quote
+from ..contract import limits as contract_limits
+from ..contract import p10
 from ..frameworks import FRAMEWORKS, modes_of
-from .base import FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt
+from .base import MAX_COUNT, FiniteFloat, Model, NonNegativeInt, PositiveFloat, PositiveInt, quote
 
 Framework = Literal["torch", "burn"]
 # `unsupported`: a program used an operation the framework does not have (not an error of the runner).
@@ -45,13 +46,8 @@ def _pair_property(value: Any) -> Any:
 
 PairProperty = Annotated[str, BeforeValidator(_pair_property)]
 
-# The seed's checkpoints; a run of fewer steps keeps those below its last step, plus that step.
-SEED_CHECKPOINTS = (1, 50, 100, 200, 500, 1000, 2000)
-
-
-def default_checkpoints(steps: int, points: tuple[int, ...] | list[int] = SEED_CHECKPOINTS) -> list[int]:
-    """The checkpoints of a run of `steps` steps: the given ones below it, and the last step."""
-    return [p for p in points if p < steps] + [steps]
+SEED_CHECKPOINTS = p10.SEED_CHECKPOINTS
+default_checkpoints = p10.default_checkpoints
 
 
 class RunRef(Model):
@@ -176,27 +172,51 @@ class PairSpec(Model):
         return same + [("differ", p) for p in self.differ]
 
 
-# A layer wider than this (a million features) is a typo, not a case.
-Dimension = Annotated[int, Field(ge=1, le=1 << 20)]
-MAX_STEPS = 10_000_000
+_P10 = {param.name: param for param in p10.PARAMS}
+
+
+def _p10_field(name: str) -> Any:
+    """A p10 parameter's default and range, from the contract (`runner.contract.p10`)."""
+    spec = _P10[name]
+    exclusive = spec.minimum_exclusive
+    maximum = spec.maximum if spec.maximum is not None or spec.type == "float" else MAX_COUNT
+    return Field(
+        default=spec.default,
+        gt=spec.minimum if exclusive else None,
+        ge=None if exclusive else spec.minimum,
+        le=maximum,
+    )
 
 
 class P10Params(Model):
-    """The p10 loop's parameters (`shared/docs/p10-experiment.md`); the defaults
-    are the seed's, and the probe's own (`_probe.P10_DEFAULTS`, held together by a test)."""
+    """The p10 loop's parameters (`docs/p10-experiment.md`): their ranges and defaults are
+    the contract's (`runner.contract.p10`), which the probe's are generated from."""
 
-    d_in: Dimension = 512
-    d_out: Dimension = 512
-    batch: Dimension = 64
-    lr: PositiveFloat = 1e-3
-    steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] = 2000
+    d_in: int = _p10_field("d_in")
+    d_out: int = _p10_field("d_out")
+    batch: int = _p10_field("batch")
+    lr: FiniteFloat = _p10_field("lr")
+    steps: int = _p10_field("steps")
     checkpoints: list[PositiveInt] = []  # empty: `default_checkpoints(steps)`
-    ema_decay: Annotated[float, Field(ge=0, le=1)] = 0.99
-    seed: NonNegativeInt = 0
-    rss_every: NonNegativeInt = 25
+    ema_decay: FiniteFloat = _p10_field("ema_decay")
+    seed: int = _p10_field("seed")
+    rss_every: int = _p10_field("rss_every")
     # Calibration only (`python3 -m runner.calibrate`): a busy wait added to every
     # step, inside its timed region, to inject a known slowdown. 0: off.
-    busy_wait_us: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    busy_wait_us: int = _p10_field("busy_wait_us")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> P10Params:
+        for key, elements, what in (
+            ("d_out", self.d_in * self.d_out, "d_in x d_out"),
+            ("batch", self.batch * self.d_in, "batch x d_in"),
+        ):
+            if elements > contract_limits.P10_MAX_ELEMENTS:
+                raise ValueError(
+                    f"{key}: {what} = {elements} elements; at most {contract_limits.P10_MAX_ELEMENTS} "
+                    f"(the probe's limit, runner/contract/limits.py)"
+                )
+        return self
 
     @model_validator(mode="after")
     def _check(self) -> P10Params:

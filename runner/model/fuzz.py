@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from .base import MAX_COUNT, Model, NonNegativeInt, NonNegativeMeasure, ShallowJson
+from .base import Model, NonNegativeInt, NonNegativeMeasure, ShallowJson
 from .results import Provenance
 
 # Longer than any signature, path or message the fuzzer writes (messages are cut at 300).
@@ -66,7 +66,7 @@ class FuzzDocument(Model):
     """What one campaign did (`fuzz.json`)."""
 
     fuzz_schema_version: Literal[1]
-    seed: Annotated[int, Field(ge=-MAX_COUNT, le=MAX_COUNT)] | None = None
+    seed: Annotated[int, Field(ge=-(2**63), lt=2**64)] | None = None  # `--seed`: 0 to 2**64 - 1 (negative before)
     budget_s: NonNegativeMeasure | None = None
     seconds: NonNegativeMeasure = 0.0
     programs: NonNegativeInt = 0

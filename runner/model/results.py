@@ -155,12 +155,35 @@ class Observation(Model):
 
 
 class Checkpoint(Model):
+    """State at a checkpoint of a timed loop: the mean time per step since the previous one,
+    the RSS, and the tracked tensor's flags as the framework names them."""
+
     step: PositiveInt
     ms_per_step: NonNegativeMeasure
     rss_bytes: NonNegativeInt | None = None
     rss_delta_mib: Measure | None = None
     tracked: bool | None = None
     flags: dict[str, FlagValue] = {}
+
+
+class InterpreterResult(Model):
+    """What a program interpreter returns for one run (`docs/program-ir.md` section 4): the
+    probe's `ProgramResult` (`rust_probe/src/record.rs`, held to this model by
+    `tests/test_contract.py`) and the torch interpreter's, alike."""
+
+    outcome: Literal["ok", "panic", "error", "unsupported"]
+    failure: Failure | None = None
+    observations: list[Observation] = []
+    step_ms: list[NonNegativeMeasure] = []
+    checkpoints: list[Checkpoint] = []
+    rss_samples: list[tuple[NonNegativeInt, Measure]] = []
+    setup_ms: NonNegativeMeasure = 0.0
+
+    @model_validator(mode="after")
+    def _failure_matches(self) -> InterpreterResult:
+        if (self.outcome == "ok") != (self.failure is None):
+            raise ValueError(f"outcome {self.outcome!r}: a failure goes with every outcome but 'ok'")
+        return self
 
 
 class Slope(Model):
@@ -253,10 +276,24 @@ class RawRun(Model):
     checkpoints: list[Checkpoint] = []
     rss_samples: list[tuple[NonNegativeInt, Measure]] = []
     wall_s: NonNegativeMeasure = 0.0
+    # Making the initial tensors and modules, before the first step (milliseconds).
+    setup_ms: NonNegativeMeasure | None = None
     # Program runs: where the program stopped, and what each `observe` saw.
     failure: Failure | None = None
     observations: list[Observation] = []
     conditions: Conditions | None = None
+
+    @model_validator(mode="after")
+    def _failure_as_panic_or_error(self) -> RawRun:
+        """A program run says where it stopped in `failure`; every run's panic or error is
+        also read from `panic` / `error` (the report's and the verdicts' view of any run)."""
+        failure = self.failure
+        if failure is not None and self.outcome == "panic" and self.panic is None:
+            panic = Panic(message=failure.message, location=failure.location, step=failure.iteration, phase=failure.op)
+            object.__setattr__(self, "panic", panic)
+        elif failure is not None and self.outcome == "error" and self.error is None:
+            object.__setattr__(self, "error", RunError(type=failure.type or "Error", message=failure.message))
+        return self
 
     @model_validator(mode="after")
     def _details_match_outcome(self) -> RawRun:

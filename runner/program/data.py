@@ -1,9 +1,10 @@
-"""The initial tensors of a program: seeded float32 data for every declaration.
+"""The initial tensors of a program: seeded data for every declaration.
 
 Each tensor has its own generator, seeded with `[seed, declaration index]`
 (numpy's `SeedSequence` mixes the two), so adding a declaration after the
-others leaves their data unchanged. Values are float32, row-major, in torch
-layout; a Linear's weight is `[d_out, d_in]`.
+others leaves their data unchanged. Values are row-major, in torch layout (a
+Linear's weight is `[d_out, d_in]`): float32 for float tensors, integers for
+int tensors, 0/1 for bool tensors.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ INIT_DOC = {
     "zeros": "all 0",
     "arange": "0, 1, 2, ... row-major",
     "values": "the given values",
-    "linear": "uniform in [-1/sqrt(d_in), 1/sqrt(d_in)) (torch's Linear init)",
+    "fan_in": "uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)) (torch's Linear and Conv init)",
+    "randint": "integers uniform in [0, high)",
+    "bernoulli": "each true with probability 1/2",
+    "triu": "true above the diagonal of the last two dims (a causal attention mask)",
 }
 
 
-def make_data(spec: TensorSpec, seed: int, index: int, d_in: int | None = None) -> np.ndarray:
-    """One tensor's float32 values, flat."""
+def make_data(spec: TensorSpec, seed: int, index: int) -> np.ndarray:
+    """One tensor's values, flat (float32; integers and 0/1 exactly representable in it)."""
     n = math.prod(spec.shape)
     rng = np.random.default_rng([seed, index])
     init = spec.init
@@ -48,10 +52,21 @@ def make_data(spec: TensorSpec, seed: int, index: int, d_in: int | None = None) 
     elif init == "values":
         assert spec.values is not None
         data = np.asarray(spec.values, dtype=np.float64)
-    else:
-        assert init == "linear" and d_in is not None
-        bound = 1.0 / math.sqrt(d_in)
+    elif init == "fan_in":
+        assert spec.fan_in is not None
+        bound = 1.0 / math.sqrt(spec.fan_in)
         data = rng.uniform(-bound, bound, n)
+    elif init == "randint":
+        assert spec.high is not None
+        data = rng.integers(0, spec.high, n).astype(np.float64)
+    elif init == "bernoulli":
+        data = (rng.random(n) < 0.5).astype(np.float64)
+    else:
+        assert init == "triu"
+        rows, cols = (spec.shape[-2], spec.shape[-1]) if len(spec.shape) >= 2 else (1, spec.shape[-1])
+        upper = np.triu(np.ones((rows, cols)), k=1)
+        data = np.broadcast_to(upper, (*spec.shape[:-2], rows, cols) if len(spec.shape) >= 2 else upper.shape)
+        data = np.asarray(data, dtype=np.float64).reshape(-1)
     return data.astype(np.float32)
 
 
@@ -63,13 +78,17 @@ def materialize(parsed: ParsedProgram, seed: int, settings: Settings | None = No
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise BadInput(f"seed: an integer from 0 to 2**63 - 1, not {seed!r}")
-    d_in = {m.name: m.d_in for m in parsed.modules}
     tensors = []
     for index, spec in enumerate(parsed.tensors):
-        data = make_data(spec, seed, index, d_in.get(spec.module) if spec.module else None)
+        data = make_data(spec, seed, index)
         tensors.append(
             TensorDecl.model_construct(
-                name=spec.name, role=spec.role, shape=list(spec.shape), data=data.tolist(), module=spec.module
+                name=spec.name,
+                role=spec.role,
+                shape=list(spec.shape),
+                data=data.tolist(),
+                module=spec.module,
+                dtype=spec.dtype,
             )
         )
     if settings is None:

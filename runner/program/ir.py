@@ -34,27 +34,28 @@ from pydantic import (
     model_validator,
 )
 
-from .ops import ARG_NAME, OMITTED, OPS, REQUIRED, AttrValue
-
-IR_VERSION = 1
-MAX_RANK = 4
-MAX_ELEMENTS = 1 << 22
-"""Elements of one initial tensor (4M: a 2048 x 2048 matrix)."""
-MAX_TOTAL_ELEMENTS = 1 << 24
-"""Elements of all initial tensors together (16M: 64 MiB of float32)."""
-MAX_STATEMENTS = 10_000
-MAX_DEPTH = 8
-"""Nesting of blocks (a `for` inside a `for` is depth 2)."""
-FLOAT32_MAX = 3.4028234663852886e38
+from ..contract.limits import (
+    FLOAT32_MAX,
+    IR_VERSION,
+    MAX_CHECKPOINTS,
+    MAX_DEPTH,
+    MAX_ELEMENTS,
+    MAX_RANK,
+    MAX_STATEMENTS,
+    MAX_TOTAL_ELEMENTS,
+)
+from ..contract.ops import ARG_NAME, MODULES, OMITTED, OPS, REQUIRED, AttrSpec, AttrValue, TensorDtype
 
 USER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 TEMP_NAME = re.compile(r"_t[1-9][0-9]{0,8}")
-PARAM_ATTRS = ("weight", "bias")
-MODULE_PARAM = re.compile(r"([A-Za-z][A-Za-z0-9_]{0,63})\.(weight|bias)")
+MODULE_PARAM = re.compile(r"([A-Za-z][A-Za-z0-9_]{0,63})\.([a-z][a-z_]{0,31})")
+"""A module's param or buffer: `lin.weight`, `bn.running_mean`."""
+MAX_INT_VALUE = 1 << 24
+"""Integer tensors (class indices, embedding rows) hold values below this: exact in float32."""
 
 
 def is_value_name(name: str) -> bool:
-    """A name a statement may bind or read: a user name, a parser temporary or `module.weight/bias`."""
+    """A name a statement may bind or read: a user name, a parser temporary or `module.tensor`."""
     return bool(USER_NAME.fullmatch(name) or TEMP_NAME.fullmatch(name) or MODULE_PARAM.fullmatch(name))
 
 
@@ -62,7 +63,7 @@ def _check_name(name: str) -> str:
     if not is_value_name(name):
         raise ValueError(
             f"{name!r} is not a valid name (a letter then letters, digits or _, at most 64 characters; "
-            "`module.weight` / `module.bias`; or a temporary `_t1`, `_t2`, ...)"
+            "`module.weight`, `module.running_mean`...; or a temporary `_t1`, `_t2`, ...)"
         )
     return name
 
@@ -91,13 +92,22 @@ def _check_shape_size(shape: Sequence[int]) -> None:
         raise ValueError(f"shape {list(shape)} has {n} elements; at most {MAX_ELEMENTS} are allowed")
 
 
-def _check_data(data: Sequence[float], shape: Sequence[int]) -> None:
+def _check_data(data: Sequence[float], shape: Sequence[int], dtype: TensorDtype = "float") -> None:
     n = _product(shape)
     if len(data) != n:
         raise ValueError(f"data has {len(data)} values; shape {list(shape)} needs {n}")
-    for v in data:
-        if not -FLOAT32_MAX <= v <= FLOAT32_MAX:
-            raise ValueError(f"data value {v!r} is not a finite float32")
+    if dtype == "float":
+        for v in data:
+            if not -FLOAT32_MAX <= v <= FLOAT32_MAX:
+                raise ValueError(f"data value {v!r} is not a finite float32")
+    elif dtype == "int":
+        for v in data:
+            if not (float(v).is_integer() and -MAX_INT_VALUE < v < MAX_INT_VALUE):
+                raise ValueError(f"data value {v!r} of an int tensor is not an integer of magnitude below 2**24")
+    else:
+        for v in data:
+            if v not in (0, 1):
+                raise ValueError(f"data value {v!r} of a bool tensor is not 0 or 1")
 
 
 class Stmt(_Strict):
@@ -106,7 +116,7 @@ class Stmt(_Strict):
     index: Annotated[StrictInt, Field(ge=0)]
     line: Annotated[StrictInt, Field(ge=0)]
     op: StrictStr
-    args: list[Name] = Field(default_factory=list, max_length=4)
+    args: list[Name] = Field(default_factory=list, max_length=8)
     out: Name | None = None
     attrs: dict[StrictStr, IRAttr] = Field(default_factory=dict)
     body: list[Stmt] | None = None
@@ -121,6 +131,10 @@ class Stmt(_Strict):
         if self.out is not None:
             _check_name(self.out)
         self.attrs = normalize_attrs(self.op, self.attrs, self.args)
+        least, most = spec.arity()
+        if not least <= len(self.args) <= most:
+            expected = str(least) if least == most else f"{least} to {most}"
+            raise ValueError(f"{self.op} takes {expected} arguments ({spec.signature()}), got {len(self.args)}")
         if spec.result == "block":
             if not self.body:
                 raise ValueError(f"{self.op}: a block needs a non-empty body")
@@ -169,20 +183,31 @@ class Stmt(_Strict):
 
 def normalize_attrs(op: str, attrs: dict[str, Any], args: Sequence[str]) -> dict[str, AttrValue]:
     """The attributes checked against the op table, defaults filled in; `ValueError` naming the problem."""
-    spec = OPS[op]
-    unknown = [k for k in attrs if spec.attr(k) is None]
+    out = check_attrs(op, OPS[op].attrs, attrs, args)
+    if op == "reshape":
+        _check_reshape(out["shape"])  # type: ignore[arg-type]
+    return out
+
+
+def check_attrs(
+    owner: str, specs: Sequence[AttrSpec], attrs: dict[str, Any], args: Sequence[str]
+) -> dict[str, AttrValue]:
+    """Attributes (of an operation or a module declaration) checked against their specs, the
+    language's defaults filled in, the omitted ones left out; `ValueError` naming the problem."""
+    known = {a.name for a in specs}
+    unknown = [k for k in attrs if k not in known]
     if unknown:
-        valid = ", ".join(spec.attr_names) or "none"
-        raise ValueError(f"{op}: unknown attribute {unknown[0]!r}; valid: {valid}")
+        valid = ", ".join(a.name for a in specs) or "none"
+        raise ValueError(f"{owner}: unknown attribute {unknown[0]!r}; valid: {valid}")
     out: dict[str, AttrValue] = {}
-    for a in spec.attrs:
-        if a.name in attrs:
+    for a in specs:
+        if a.name in attrs and attrs[a.name] is not None:
             try:
                 out[a.name] = a.check(attrs[a.name])
             except ValueError as e:
-                raise ValueError(f"{op}: {e}") from None
+                raise ValueError(f"{owner}: {e}") from None
         elif a.default is REQUIRED:
-            raise ValueError(f"{op}: attribute `{a.name}` is required")
+            raise ValueError(f"{owner}: attribute `{a.name}` is required")
         elif a.default is OMITTED:
             continue
         elif a.default is ARG_NAME:
@@ -191,8 +216,6 @@ def normalize_attrs(op: str, attrs: dict[str, Any], args: Sequence[str]) -> dict
         else:
             default = a.default
             out[a.name] = list(default) if isinstance(default, list) else default  # type: ignore[assignment]
-    if op == "reshape":
-        _check_reshape(out["shape"])  # type: ignore[arg-type]
     return out
 
 
@@ -220,68 +243,117 @@ def timed_loop(body: Sequence[Stmt]) -> Stmt | None:
 
 
 class TensorDecl(_Strict):
-    """An initial tensor: row-major float32 values (finite) in torch layout."""
+    """An initial tensor: row-major values in torch layout, finite float32 (`dtype` "float", the
+    default), integers of magnitude below 2**24 ("int": class indices, rows), or 0/1 ("bool": masks)."""
 
     name: Name
-    role: Literal["param", "input"]
+    role: Literal["param", "input", "buffer"]
     shape: Shape
     data: list[FiniteFloat] = Field(max_length=MAX_ELEMENTS)
     module: Name | None = None
+    dtype: Literal["float", "int", "bool"] = "float"
 
     @model_validator(mode="after")
     def _consistent(self) -> TensorDecl:
-        _check_decl_name(self.name, self.role, self.module)
+        _check_decl_name(self.name, self.role, self.module, self.dtype)
         _check_shape_size(self.shape)
-        _check_data(self.data, self.shape)
+        _check_data(self.data, self.shape, self.dtype)
         return self
 
     @model_serializer(mode="wrap")
-    def _drop_missing_module(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _drop_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if data.get("module") is None:
             data.pop("module", None)
+        if data.get("dtype") == "float":
+            data.pop("dtype", None)
         return data
 
 
-def _check_decl_name(name: str, role: str, module: str | None) -> None:
-    param = MODULE_PARAM.fullmatch(name)
+def _check_decl_name(name: str, role: str, module: str | None, dtype: str) -> None:
+    owned = MODULE_PARAM.fullmatch(name)
     if module is None:
-        if param is not None:
-            raise ValueError(f"tensor {name!r}: `module.weight` / `module.bias` names a module's tensor (set `module`)")
+        if owned is not None:
+            raise ValueError(f"tensor {name!r}: `module.name` names a module's tensor (set `module`)")
         if not USER_NAME.fullmatch(name):
             raise ValueError(f"tensor name {name!r}: a letter then letters, digits or _ (at most 64)")
+        if role == "buffer":
+            raise ValueError(f"tensor {name!r}: only a module's tensors are buffers")
     else:
-        if param is None or param.group(1) != module:
-            raise ValueError(f"tensor {name!r} of module {module!r} must be named `{module}.weight` or `{module}.bias`")
-        if role != "param":
-            raise ValueError(f"tensor {name!r}: a module's tensors are params")
+        if owned is None or owned.group(1) != module:
+            raise ValueError(f"tensor {name!r} of module {module!r} must be named `{module}.NAME`")
+        if role not in ("param", "buffer"):
+            raise ValueError(f"tensor {name!r}: a module's tensors are params or buffers")
+    if dtype != "float" and role != "input":
+        raise ValueError(f"tensor {name!r}: a {role} is a float tensor; int and bool tensors are inputs")
 
 
 class ModuleDecl(_Strict):
+    """A module declaration (`conv = Conv2d(3, 8, 3, padding=1)`): its `kind` (a module kind of the
+    contract, `MODULES`) and its constructor's attributes, checked against that kind's table, the
+    language's defaults filled in and the omitted ones left out (each framework's own default)."""
+
     name: Name
-    kind: Literal["linear"] = "linear"
-    d_in: Dim
-    d_out: Dim
-    bias: StrictBool = True
-    layout: Literal["transposed", "copied"] = "transposed"
+    kind: StrictStr
+    attrs: dict[StrictStr, IRAttr] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _name(self) -> ModuleDecl:
+    def _against_table(self) -> ModuleDecl:
         if not USER_NAME.fullmatch(self.name):
             raise ValueError(f"module name {self.name!r}: a letter then letters, digits or _ (at most 64)")
-        _check_shape_size([self.d_out, self.d_in])
+        spec = MODULES.get(self.kind)
+        if spec is None:
+            raise ValueError(f"module {self.name!r}: unknown kind {self.kind!r}; valid: {', '.join(MODULES)}")
+        self.attrs = check_attrs(spec.source, spec.attrs, self.attrs, [])
+        for shape in self.tensor_shapes().values():
+            _check_shape_size(shape[0])
         return self
 
-    def param_shapes(self) -> dict[str, list[int]]:
-        """The module's tensors (torch layout) by name, in declaration order."""
-        shapes = {f"{self.name}.weight": [self.d_out, self.d_in]}
-        if self.bias:
-            shapes[f"{self.name}.bias"] = [self.d_out]
-        return shapes
+    def tensor_shapes(self) -> dict[str, tuple[list[int], str]]:
+        """The module's params and buffers (torch layout) by name, with their role, in table order."""
+        spec = MODULES[self.kind]
+        return {f"{self.name}.{p.name}": (p.shape(self.attrs), p.role) for p in spec.tensors(self.attrs)}
+
+    def tensor_specs(self, values: dict[str, list[float]] | None = None) -> list[TensorSpec]:
+        """How its params and buffers are made: the kind's init (a `fan_in` one with the fan in of
+        these attributes), or the given `values` by short name (`weight`)."""
+        spec = MODULES[self.kind]
+        fan_in = spec.fan_in(self.attrs) if spec.fan_in is not None else None
+        out = []
+        for p in spec.tensors(self.attrs):
+            given = (values or {}).get(p.name)
+            init = p.init if given is None else "values"
+            out.append(
+                TensorSpec(
+                    name=f"{self.name}.{p.name}",
+                    role=p.role,
+                    shape=p.shape(self.attrs),
+                    init=init,  # type: ignore[arg-type]
+                    values=given,
+                    module=self.name,
+                    fan_in=fan_in if init == "fan_in" else None,
+                )
+            )
+        return out
+
+    def integer(self, key: str) -> int:
+        value = self.attrs[key]
+        assert isinstance(value, int) and not isinstance(value, bool)
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.attrs[key]
+        assert isinstance(value, bool)
+        return value
+
+    def text(self, key: str) -> str:
+        value = self.attrs[key]
+        assert isinstance(value, str)
+        return value
 
 
 class Settings(_Strict):
-    checkpoints: list[Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=list, max_length=10_000)
+    checkpoints: list[Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=list, max_length=MAX_CHECKPOINTS)
     rss_every: Annotated[StrictInt, Field(ge=0)] = 0
     track: Name | None = None
 
@@ -307,19 +379,23 @@ class ProgramIssue(ValueError):
 
 
 def check_body(
-    tensors: Sequence[tuple[str, str]],
+    tensors: Sequence[tuple[str, str, str]],
     modules: Sequence[ModuleDecl],
     body: Sequence[Stmt],
 ) -> None:
-    """The body's names, kinds and structure against the declarations (`tensors`: (name, role) in
-    declaration order); `ProgramIssue` at the first mistake."""
+    """The body's names, kinds, element types and structure against the declarations (`tensors`:
+    (name, role, dtype) in declaration order); `ProgramIssue` at the first mistake."""
     kinds: dict[str, str] = {}
+    dtypes: dict[str, str] = {}
     fixed: dict[str, str] = {}
     params: set[str] = set()
-    for name, role in tensors:
+    module_kinds = {m.name: m.kind for m in modules}
+    for name, role, dtype in tensors:
         kinds[name] = "tensor"
+        dtypes[name] = dtype
+        if role in ("param", "buffer"):
+            fixed[name] = f"a {role}"
         if role == "param":
-            fixed[name] = "a param"
             params.add(name)
     for m in modules:
         kinds[m.name] = "module"
@@ -343,13 +419,16 @@ def check_body(
             if stmt.index != next_index:
                 raise ProgramIssue(line, f"statement index {stmt.index}: expected {next_index} (pre-order numbering)")
             next_index += 1
-            if len(stmt.args) != len(spec.args):
-                n = len(spec.args)
+            least, most = spec.arity()
+            if not least <= len(stmt.args) <= most:
+                n = str(least) if least == most else f"{least} to {most}"
                 raise ProgramIssue(
                     line,
-                    f"{stmt.op} takes {n} argument{'s' if n != 1 else ''} ({spec.signature()}), got {len(stmt.args)}",
+                    f"{stmt.op} takes {n} argument{'s' if most != 1 else ''} ({spec.signature()}), got {len(stmt.args)}",
                 )
-            for i, (arg, kind) in enumerate(zip(stmt.args, spec.args)):
+            extra = len(stmt.args) - len(spec.args)
+            arg_kinds = list(spec.args) + ([spec.args[-1]] * extra if extra > 0 else [])
+            for i, (arg, kind) in enumerate(zip(stmt.args, arg_kinds)):
                 if arg not in bound:
                     if arg in first_assigned:
                         raise ProgramIssue(
@@ -361,15 +440,28 @@ def check_body(
                     raise ProgramIssue(
                         line, f"{stmt.op}: argument {i + 1} must be {_a(kind)}; `{arg}` is {_a(kinds[arg])}"
                     )
+                if kind == "module" and spec.module is not None and module_kinds[arg] != spec.module:
+                    source = MODULES[spec.module].source
+                    raise ProgramIssue(
+                        line, f"{stmt.op}: `{arg}` is a {MODULES[module_kinds[arg]].source}, not a {source}"
+                    )
+                if kind == "tensor":
+                    want, have = spec.arg_dtype(i - spec.args.index("tensor")), dtypes.get(arg, "float")
+                    if want != "any" and want != have:
+                        raise ProgramIssue(
+                            line, f"{stmt.op}: argument {i + 1} must be a {want} tensor; `{arg}` is a {have} tensor"
+                        )
             if stmt.op == "freeze" and stmt.args[0] not in params:
                 raise ProgramIssue(line, f"freeze: `{stmt.args[0]}` is not a param (freeze takes a param)")
             if spec.result in ("none", "block"):
                 if stmt.out is not None:
                     raise ProgramIssue(line, f"{stmt.op} gives no value; it cannot be assigned to `{stmt.out}`")
-            elif spec.result == "optimizer" and stmt.out is None:
-                raise ProgramIssue(line, f"{stmt.op} makes an optimizer: assign it to a name (`opt = {stmt.op}(...)`)")
+            elif spec.result in ("optimizer", "scheduler") and stmt.out is None:
+                raise ProgramIssue(
+                    line, f"{stmt.op} makes {_a(spec.result)}: assign it to a name (`x = {stmt.op}(...)`)"
+                )
             if stmt.out is not None:
-                new_kind = "optimizer" if spec.result == "optimizer" else "tensor"
+                new_kind = spec.result if spec.result in ("optimizer", "scheduler") else "tensor"
                 if stmt.out in fixed:
                     raise ProgramIssue(line, f"`{stmt.out}` is {fixed[stmt.out]}; it cannot be reassigned")
                 old_kind = kinds.get(stmt.out)
@@ -378,6 +470,10 @@ def check_body(
                         line, f"`{stmt.out}` is {_a(old_kind)}; it cannot be reassigned to {_a(new_kind)}"
                     )
                 kinds[stmt.out] = new_kind
+                if new_kind == "tensor":
+                    result = spec.result_dtype
+                    first = next((a for a, k in zip(stmt.args, arg_kinds) if k == "tensor"), None)
+                    dtypes[stmt.out] = dtypes.get(first, "float") if result == "arg0" and first else result
                 bound.add(stmt.out)
             if stmt.op == "repeat":
                 var = stmt.attrs.get("var", "_")
@@ -433,7 +529,7 @@ def _check_settings(settings: Settings, body: Sequence[Stmt], tensor_names: set[
 class Program(_Strict):
     """The IR: initial tensors, modules, the statements and the run settings."""
 
-    ir_version: Literal[1] = 1
+    ir_version: StrictInt = IR_VERSION
     tensors: list[TensorDecl] = Field(default_factory=list, max_length=1000)
     modules: list[ModuleDecl] = Field(default_factory=list, max_length=1000)
     body: list[Stmt] = Field(default_factory=list, max_length=MAX_STATEMENTS)
@@ -441,6 +537,8 @@ class Program(_Strict):
 
     @model_validator(mode="after")
     def _semantics(self) -> Program:
+        if self.ir_version != IR_VERSION:
+            raise ValueError(f"ir_version: this runner reads version {IR_VERSION}, got {self.ir_version}")
         _check_declarations(
             [t.name for t in self.tensors],
             self.modules,
@@ -449,17 +547,19 @@ class Program(_Strict):
         )
         by_name = {t.name: t for t in self.tensors}
         for m in self.modules:
-            shapes = m.param_shapes()
-            for pname, shape in shapes.items():
+            shapes = m.tensor_shapes()
+            for pname, (shape, role) in shapes.items():
                 decl = by_name.get(pname)
                 if decl is None or decl.module != m.name:
                     raise ValueError(f"module {m.name!r}: tensor {pname!r} is missing")
                 if decl.shape != shape:
                     raise ValueError(f"module {m.name!r}: {pname} has shape {decl.shape}, expected {shape}")
+                if decl.role != role:
+                    raise ValueError(f"module {m.name!r}: {pname} is a {role}, not a {decl.role}")
             extra = [t.name for t in self.tensors if t.module == m.name and t.name not in shapes]
             if extra:
                 raise ValueError(f"module {m.name!r}: unexpected tensor {extra[0]!r}")
-        check_body([(t.name, t.role) for t in self.tensors], self.modules, self.body)
+        check_body([(t.name, t.role, t.dtype) for t in self.tensors], self.modules, self.body)
         _check_settings(self.settings, self.body, set(by_name))
         return self
 
@@ -475,39 +575,61 @@ class Program(_Strict):
         """Every param (free and module params), in declaration order: what an optimizer updates."""
         return [t for t in self.tensors if t.role == "param"]
 
+    def module(self, name: str) -> ModuleDecl:
+        return next(m for m in self.modules if m.name == name)
+
     def statements(self) -> Iterator[Stmt]:
         return walk(self.body)
 
 
-Init = Literal["normal", "uniform", "positive", "ones", "zeros", "arange", "values", "linear"]
+Init = Literal[
+    "normal", "uniform", "positive", "ones", "zeros", "arange", "values", "fan_in", "randint", "bernoulli", "triu"
+]
 
 
 class TensorSpec(_Strict):
     """A declared tensor before its data is made: how `data.materialize` makes it.
 
-    `init="linear"` (a module's weight or bias): uniform in +-1/sqrt(d_in);
-    `init="values"`: the given `values`, row-major.
+    Float: `normal`, `uniform`, `positive`, `ones`, `zeros`, `arange`, or `values` (the given
+    `values`, row-major); a module's tensor: its kind's init (`fan_in`: uniform in +-1/sqrt(fan in),
+    torch's Linear and Conv init; `ones`, `zeros`, `normal`). Int: `randint`, uniform in
+    [0, `high`). Bool: `bernoulli` (each true with probability 1/2) or `triu` (true above the
+    diagonal of the last two dims: a causal attention mask).
     """
 
     name: Name
-    role: Literal["param", "input"]
+    role: Literal["param", "input", "buffer"]
     shape: Shape
     init: Init = "normal"
     values: list[FiniteFloat] | None = Field(default=None, max_length=MAX_ELEMENTS)
     module: Name | None = None
+    dtype: Literal["float", "int", "bool"] = "float"
+    high: Annotated[StrictInt, Field(ge=1, le=MAX_INT_VALUE)] | None = None
+    fan_in: Annotated[StrictInt, Field(ge=1)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TensorSpec:
-        _check_decl_name(self.name, self.role, self.module)
+        _check_decl_name(self.name, self.role, self.module, self.dtype)
         _check_shape_size(self.shape)
         if (self.init == "values") != (self.values is not None):
             raise ValueError(f"tensor {self.name!r}: `values` goes with init 'values', and only with it")
         if self.values is not None:
-            _check_data(self.values, self.shape)
-        if (self.init == "linear") and self.module is None:
-            raise ValueError(f"tensor {self.name!r}: init 'linear' is for a module's tensors")
-        if self.module is not None and self.init not in ("linear", "values"):
-            raise ValueError(f"tensor {self.name!r}: a module's tensor is made by init 'linear' or 'values'")
+            _check_data(self.values, self.shape, self.dtype)
+        allowed = {
+            "float": ("normal", "uniform", "positive", "ones", "zeros", "arange", "values", "fan_in"),
+            "int": ("randint", "zeros", "arange", "values"),
+            "bool": ("bernoulli", "triu", "ones", "zeros", "values"),
+        }[self.dtype]
+        if self.init not in allowed:
+            raise ValueError(
+                f"tensor {self.name!r}: a {self.dtype} tensor is made by init {', '.join(map(repr, allowed))}"
+            )
+        if (self.init == "randint") != (self.high is not None):
+            raise ValueError(f"tensor {self.name!r}: `high` goes with init 'randint', and only with it")
+        if (self.init == "fan_in") != (self.fan_in is not None):
+            raise ValueError(f"tensor {self.name!r}: `fan_in` goes with init 'fan_in', and only with it")
+        if self.init == "fan_in" and self.module is None:
+            raise ValueError(f"tensor {self.name!r}: init 'fan_in' is for a module's tensors")
         return self
 
 
@@ -528,50 +650,15 @@ class ParsedProgram(_Strict):
         )
         by_name = {t.name: t for t in self.tensors}
         for m in self.modules:
-            for pname, shape in m.param_shapes().items():
+            for pname, (shape, role) in m.tensor_shapes().items():
                 spec = by_name.get(pname)
-                if spec is None or spec.shape != shape:
-                    raise ValueError(f"module {m.name!r}: tensor {pname!r} with shape {shape} is missing")
-        check_body([(t.name, t.role) for t in self.tensors], self.modules, self.body)
+                if spec is None or spec.shape != shape or spec.role != role:
+                    raise ValueError(f"module {m.name!r}: {role} {pname!r} with shape {shape} is missing")
+        check_body([(t.name, t.role, t.dtype) for t in self.tensors], self.modules, self.body)
         return self
 
 
 # ---- the result of one run ----------------------------------------------------------------------
-
-
-# Failure, Flags and Observation are part of the results document: defined there, once.
-from ..model.results import Failure, Observation  # noqa: E402
-
-
-class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Checkpoint(_Result):
-    step: int
-    ms_per_step: float
-    rss_bytes: int | None = None
-    rss_delta_mib: float | None = None
-    tracked: bool | None = None
-    flags: dict[str, Any] | None = None
-
-
-class RunOutcome(_Result):
-    """What an interpreter returns for one run (the contract's section 4)."""
-
-    outcome: Literal["ok", "panic", "error", "unsupported"]
-    failure: Failure | None = None
-    observations: list[Observation] = Field(default_factory=list)
-    step_ms: list[float] = Field(default_factory=list)
-    checkpoints: list[Checkpoint] = Field(default_factory=list)
-    rss_samples: list[tuple[int, float]] = Field(default_factory=list)
-    setup_ms: float = 0.0
-
-    @model_validator(mode="after")
-    def _failure_matches(self) -> RunOutcome:
-        if (self.outcome == "ok") != (self.failure is None):
-            raise ValueError(f"outcome {self.outcome!r}: a failure goes with every outcome but 'ok'")
-        return self
 
 
 def same_values(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:

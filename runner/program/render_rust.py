@@ -51,22 +51,17 @@ from typing import Any
 
 import numpy as np
 
+from ..contract import burn
+from ..contract.ops import OPS, unsupported
 from .ir import Program, Stmt, TensorDecl, timed_loop, walk
-from .ops import OPS
 
-BURN_VERSION = "0.22.1"
-BURN_DEPENDENCY = (
-    f'burn = {{ version = "={BURN_VERSION}", default-features = false, '
-    'features = ["std", "flex", "autodiff", "optim"] }'
-)
+BURN_VERSION = burn.pinned_version()
+BURN_DEPENDENCY = burn.dependency().toml_line()
 INLINE_ELEMENTS = 64
 """Initial tensors up to this many elements are written in `main.rs`; larger ones in `src/data.rs`."""
 MAX_PEELED = 3
 """Iterations of one loop written out before its `for` (where values change type between iterations)."""
 
-UNSUPPORTED = {name: spec.burn for name, spec in OPS.items() if not spec.supports("burn")}
-"""The operations burn lacks, with the op table's account of why."""
-RETAIN_GRAPH = "burn 0.22.1 backward() has no retain_graph: it consumes the recorded steps"
 
 _RUST_KEYWORDS = frozenset(
     "as async await break const continue crate do dyn else enum extern false final fn for gen if impl in let "
@@ -391,12 +386,9 @@ class _Gen:
         self.p = program
         self.sketch = sketch
         for st in program.statements():
-            if st.op in UNSUPPORTED:
-                raise ValueError(f"render: line {st.line}: burn 0.22.1 has no `{st.op}` ({UNSUPPORTED[st.op]})")
-            if st.op == "backward" and st.attrs.get("retain_graph"):
-                raise ValueError(
-                    f"render: line {st.line}: burn 0.22.1 has no `backward(retain_graph=True)` ({RETAIN_GRAPH})"
-                )
+            lacked = unsupported("burn", st.op, st.attrs)
+            if lacked is not None:
+                raise ValueError(f"render: line {st.line}: burn {BURN_VERSION} has no `{lacked[0]}` ({lacked[1]})")
         self.live = _liveness(program)
         self.timed = timed_loop(program.body)
         self.timed_observes = self.timed is not None and any(s.op == "observe" for s in walk(self.timed.body or []))
@@ -648,22 +640,27 @@ class _Gen:
                     m = self.modules[name]
                     self.use("Linear", "Param")
                     w = by_name[f"{name}.weight"]
-                    if m.layout == "transposed":
-                        how = f"torch's [{m.d_out}, {m.d_in}] weight transposed into burn's [d_in, d_out]"
-                        data = _transpose_host(w.data, m.d_out, m.d_in)
+                    if m.text("layout") == "transposed":
+                        how = f"torch's [{m.integer('d_out')}, {m.integer('d_in')}] weight transposed into burn's [d_in, d_out]"
+                        data = _transpose_host(w.data, m.integer("d_out"), m.integer("d_in"))
                     else:
                         how = (
-                            f"torch's [{m.d_out}, {m.d_in}] buffer copied as is into burn's [d_in, d_out] "
+                            f"torch's [{m.integer('d_out')}, {m.integer('d_in')}] buffer copied as is into burn's [d_in, d_out] "
                             '(layout "copied": the port forgot the transpose)'
                         )
                         data = list(w.data)
                     fields.append(f"{self.field[name]}: Linear")
-                    self.put(2, f"{self.field[name]}: Linear {{", None, f"{name} = Linear({m.d_in}, {m.d_out}): {how}")
+                    self.put(
+                        2,
+                        f"{self.field[name]}: Linear {{",
+                        None,
+                        f"{name} = Linear({m.integer('d_in')}, {m.integer('d_out')}): {how}",
+                    )
                     self.put(
                         3,
-                        f"weight: Param::from_tensor({self.tensor_literal(f'{name}.weight', data, [m.d_in, m.d_out])}),",
+                        f"weight: Param::from_tensor({self.tensor_literal(f'{name}.weight', data, [m.integer('d_in'), m.integer('d_out')])}),",
                     )
-                    if m.bias:
+                    if m.flag("bias"):
                         b = by_name[f"{name}.bias"]
                         self.put(3, f"bias: Some(Param::from_tensor({self.tensor_literal(b.name, b.data, b.shape)})),")
                     else:
@@ -1639,10 +1636,10 @@ def sketch(program: Program | Mapping[str, Any]) -> str | None:
                 seen.add(t.module)
                 m = g.modules[t.module]
                 fields.append(f"{g.field[m.name]}: Linear")
-                how = "transposed" if m.layout == "transposed" else "copied as is (no transpose)"
+                how = "transposed" if m.text("layout") == "transposed" else "copied as is (no transpose)"
                 inits.append(
-                    f"    {g.field[m.name]}: LinearConfig::new({m.d_in}, {m.d_out}).with_bias({'true' if m.bias else 'false'})"
-                    f".init(&device),  // weight [{m.d_in}, {m.d_out}]: torch's {how}"
+                    f"    {g.field[m.name]}: LinearConfig::new({m.integer('d_in')}, {m.integer('d_out')}).with_bias({'true' if m.flag('bias') else 'false'})"
+                    f".init(&device),  // weight [{m.integer('d_in')}, {m.integer('d_out')}]: torch's {how}"
                 )
             elif t.role == "param":
                 shape = ", ".join(str(d) for d in t.shape)

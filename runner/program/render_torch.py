@@ -13,8 +13,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .ir import Program, Stmt, timed_loop
-from .ops import OPS
+from ..contract.ops import MODULES, OPS
+from . import torch_modules
+from .ir import ModuleDecl, Program, Stmt, timed_loop
 
 _HEADER = '''\
 #!/usr/bin/env python3
@@ -101,16 +102,18 @@ class _Renderer:
     def setup(self) -> None:
         p = self.program
         modules = {m.name: m for m in p.modules}
+        built: set[str] = set()
         for t in p.tensors:
             if t.module is not None:
                 m = modules[t.module]
-                if t.name == f"{m.name}.weight":
-                    self.put(1, f"{m.name} = torch.nn.Linear({m.d_in}, {m.d_out}, bias={m.bias}, dtype=_DTYPE)")
+                if m.name not in built:
+                    built.add(m.name)
+                    self.put(1, f"{m.name} = {_constructor(m, '_DTYPE')}")
                 with_values = _values(t.data, indent="            ")
                 self.put(1, "with torch.no_grad():")
-                self.put(2, f"{t.name}.copy_(_tensor({with_values}, {list(t.shape)}))")
+                self.put(2, f"{_module_tensor(m, t.name)}.copy_(_tensor({with_values}, {list(t.shape)}))")
                 continue
-            suffix = ".requires_grad_()" if t.role == "param" else ""
+            suffix = ".requires_grad_()" if t.role == "param" else _DTYPE_SUFFIX[t.dtype]
             self.put(1, f"{t.name} = _tensor({_values(t.data)}, {list(t.shape)}){suffix}")
         params = ", ".join(t.name for t in p.params())
         self.put(1, f"_params = [{params}]  # every param, in declaration order: what an optimizer updates")
@@ -174,6 +177,25 @@ class _Renderer:
         return spec.torch_code.format(**fields)
 
 
+_DTYPE_SUFFIX = {"float": "", "int": ".long()", "bool": ".bool()"}
+
+
+def _constructor(decl: ModuleDecl, dtype: str | None) -> str:
+    """`torch.nn.Conv2d(3, 8, 3, padding=1, dtype=_DTYPE)`: the call a port starts from."""
+    path, args, kwargs = torch_modules.constructor(decl)
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    if dtype is not None:
+        parts.append(f"dtype={dtype}")
+    return f"{path}({', '.join(parts)})"
+
+
+def _module_tensor(decl: ModuleDecl, name: str) -> str:
+    """`lin.weight`, `mha.out_proj.weight`: the module's tensor the IR calls `name`."""
+    short = name.split(".", 1)[1]
+    spec = next(p for p in MODULES[decl.kind].params if p.name == short)
+    return f"{decl.name}.{spec.torch_path or spec.name}"
+
+
 def render(
     program: Program | dict[str, Any], *, title: str = "A program case, in PyTorch", dtype: str = "float32"
 ) -> str:
@@ -199,11 +221,13 @@ class _Sketch(_Renderer):
     def setup(self) -> None:
         p = self.program
         modules = {m.name: m for m in p.modules}
+        built: set[str] = set()
         for t in p.tensors:
             if t.module is not None:
                 m = modules[t.module]
-                if t.name == f"{m.name}.weight":
-                    self.put(0, f"{m.name} = torch.nn.Linear({m.d_in}, {m.d_out}, bias={m.bias})")
+                if m.name not in built:
+                    built.add(m.name)
+                    self.put(0, f"{m.name} = {_constructor(m, None)}")
                 continue
             shape = ", ".join(str(d) for d in t.shape)
             suffix = ", requires_grad=True" if t.role == "param" else ""

@@ -22,14 +22,26 @@ from typing import Literal, NoReturn
 
 from pydantic import ValidationError
 
+from ..contract.limits import FLOAT32_MAX, MAX_DEPTH, MAX_ELEMENTS, MAX_RANK, MAX_STATEMENTS, MAX_TOTAL_ELEMENTS
+from ..contract.ops import (
+    ARG_NAME,
+    DECLARATIONS,
+    DTYPE_INITS,
+    DTYPES,
+    INITS,
+    MODULE_SOURCES,
+    MODULES,
+    OMITTED,
+    OPS,
+    REQUIRED,
+    RESERVED_NAMES,
+    AttrSpec,
+    AttrValue,
+    ModuleSpec,
+)
+from ..contract.ops.spec import _Marker
 from ..errors import BadInput
 from .ir import (
-    FLOAT32_MAX,
-    MAX_DEPTH,
-    MAX_ELEMENTS,
-    MAX_RANK,
-    MAX_STATEMENTS,
-    MAX_TOTAL_ELEMENTS,
     TEMP_NAME,
     USER_NAME,
     ModuleDecl,
@@ -42,7 +54,6 @@ from .ir import (
     check_body,
     normalize_attrs,
 )
-from .ops import ARG_NAME, DECLARATIONS, INITS, OMITTED, OPS, REQUIRED, RESERVED_NAMES, AttrSpec, AttrValue
 
 MAX_SOURCE_CHARS = 200_000
 MAX_DECLARATIONS = 500
@@ -159,7 +170,7 @@ class _Parser:
     def program(self, tree: ast.Module) -> ParsedProgram:
         body = self.block(tree.body, depth=0)
         try:
-            check_body([(t.name, t.role) for t in self.tensors], self.modules, body)
+            check_body([(t.name, t.role, t.dtype) for t in self.tensors], self.modules, body)
         except ProgramIssue as e:
             raise BadInput(f"{self.where}: {e}") from None
         try:
@@ -308,8 +319,9 @@ class _Parser:
             self.fail(line, f"more than {MAX_DECLARATIONS} declarations")
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             self.fail(line, f"{kind}(...): `*` and `**` arguments are not part of the syntax")
-        if kind == "Linear":
-            self.declare_linear(name, call, line)
+        module = MODULE_SOURCES.get(kind)
+        if module is not None:
+            self.declare_module(name, module, call, line)
         else:
             self.declare_tensor(name, kind, call, line)
         self.declared.add(name)
@@ -326,75 +338,108 @@ class _Parser:
             n *= d
         if n > MAX_ELEMENTS:
             self.fail(line, f"{what}: {n} elements; at most {MAX_ELEMENTS} are allowed")
-        self.total_elements += n + (dims[-1] if what.startswith("Linear") else 0)
+        self.count_elements(n, line)
+        return dims
+
+    def count_elements(self, n: int, line: int) -> None:
+        self.total_elements += n
         if self.total_elements > MAX_TOTAL_ELEMENTS:
             self.fail(line, f"the tensors have more than {MAX_TOTAL_ELEMENTS} elements together")
-        return dims
 
     def declare_tensor(self, name: str, kind: str, call: ast.Call, line: int) -> None:
         what = f"{kind}(...)"
         if not 1 <= len(call.args) <= MAX_RANK:
             self.fail(line, f"{what} takes 1 to {MAX_RANK} dimensions, as in `{kind}(4, 3)`; got {len(call.args)}")
         shape = self.dims(call.args, line, what)
-        init = "normal"
+        given: dict[str, ast.expr] = {}
+        for kw in call.keywords:
+            assert kw.arg is not None
+            if kw.arg not in ("init", "values", "dtype", "high"):
+                self.fail(line, f"{what}: unknown keyword `{kw.arg}`; valid: init, values, dtype, high")
+            given[kw.arg] = kw.value
+        dtype = "float"
+        if "dtype" in given:
+            node = given["dtype"]
+            if not (isinstance(node, ast.Constant) and node.value in DTYPES):
+                self.fail(line, f"{what}: dtype must be one of {', '.join(map(repr, DTYPES))}; not `{_show(node)}`")
+            dtype = str(node.value)
+        if dtype != "float" and kind == "param":
+            self.fail(line, f"{what}: a param is a float tensor (it requires grad); an {dtype} tensor is an input")
+        inits = INITS if dtype == "float" else DTYPE_INITS[dtype]
+        init = {"float": "normal", "int": "randint", "bool": "bernoulli"}[dtype]
+        if "init" in given:
+            node = given["init"]
+            if not (isinstance(node, ast.Constant) and node.value in inits):
+                self.fail(line, f"{what}: init must be one of {', '.join(repr(i) for i in inits)}; not `{_show(node)}`")
+            init = str(node.value)
+        high: int | None = None
+        if "high" in given:
+            high = _int_literal(given["high"])
+            if dtype != "int" or high is None or high < 1:
+                self.fail(line, f"{what}: high goes with dtype='int': a positive integer literal (values in [0, high))")
         values: list[float] | None = None
-        for kw in call.keywords:
-            if kw.arg == "init":
-                if not (isinstance(kw.value, ast.Constant) and kw.value.value in INITS):
-                    self.fail(
-                        line,
-                        f"{what}: init must be one of {', '.join(repr(i) for i in INITS)}; not `{_show(kw.value)}`",
-                    )
-                init = str(kw.value.value)
-            elif kw.arg == "values":
-                values = self.values(kw.value, shape, line, f"{what}: values")
-            else:
-                self.fail(line, f"{what}: unknown keyword `{kw.arg}`; valid: init, values")
-        if values is not None:
-            if any(kw.arg == "init" for kw in call.keywords):
+        if "values" in given:
+            if "init" in given:
                 self.fail(line, f"{what}: give `init` or `values`, not both")
+            values = self.values(given["values"], shape, line, f"{what}: values")
             init = "values"
+        if init == "randint" and high is None:
+            self.fail(line, f"{what}: an int tensor made by init 'randint' needs `high` (values in [0, high))")
+        if init != "randint":
+            high = None
         role = "param" if kind == "param" else "input"
-        self.tensors.append(self.spec(line, name=name, role=role, shape=shape, init=init, values=values))
+        self.tensors.append(
+            self.spec(line, name=name, role=role, shape=shape, init=init, values=values, dtype=dtype, high=high)
+        )
 
-    def declare_linear(self, name: str, call: ast.Call, line: int) -> None:
-        if len(call.args) != 2:
-            self.fail(line, f"Linear takes 2 dimensions, as in `Linear(d_in, d_out)`; got {len(call.args)}")
-        d_in, d_out = self.dims(call.args, line, "Linear(...)")
-        bias, layout = True, "transposed"
-        weight_node: ast.expr | None = None
-        bias_node: ast.expr | None = None
+    def declare_module(self, name: str, module: ModuleSpec, call: ast.Call, line: int) -> None:
+        """`conv = Conv2d(3, 8, 3, padding=1)`: the positional attributes in table order, the others
+        by keyword, and `TENSOR_values=[...]` to give a param or buffer its values."""
+        what = f"{module.source}(...)"
+        positional = [a for a in module.attrs if a.positional]
+        if len(call.args) > len(positional):
+            self.fail(
+                line,
+                f"{what} takes at most {len(positional)} positional arguments "
+                f"({', '.join(a.name for a in positional)}); got {len(call.args)}",
+            )
+        attrs: dict[str, AttrValue] = {}
+        for aspec, node in zip(positional, call.args):
+            attrs[aspec.name] = self.literal(node, aspec, module.source, line)
+        value_nodes: dict[str, ast.expr] = {}
+        tensor_names = {p.name for p in module.params}
         for kw in call.keywords:
-            if kw.arg == "bias":
-                if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
-                    self.fail(line, f"Linear: bias must be True or False; not `{_show(kw.value)}`")
-                bias = kw.value.value
-            elif kw.arg == "layout":
-                if not (isinstance(kw.value, ast.Constant) and kw.value.value in ("transposed", "copied")):
-                    self.fail(line, f"Linear: layout must be 'transposed' or 'copied'; not `{_show(kw.value)}`")
-                layout = str(kw.value.value)
-            elif kw.arg == "weight_values":
-                weight_node = kw.value
-            elif kw.arg == "bias_values":
-                bias_node = kw.value
-            else:
-                self.fail(line, f"Linear: unknown keyword `{kw.arg}`; valid: bias, layout, weight_values, bias_values")
-        if bias_node is not None and not bias:
-            self.fail(line, "Linear: bias_values needs bias=True")
+            assert kw.arg is not None
+            if kw.arg.endswith("_values") and kw.arg.removesuffix("_values") in tensor_names:
+                value_nodes[kw.arg.removesuffix("_values")] = kw.value
+                continue
+            keyword_spec = module.attr(kw.arg)
+            if keyword_spec is None:
+                valid = [*module.attr_names, *(f"{p}_values" for p in sorted(tensor_names))]
+                self.fail(line, f"{module.source}: unknown keyword `{kw.arg}`; valid: {', '.join(valid)}")
+            if kw.arg in attrs:
+                self.fail(line, f"{module.source}: `{kw.arg}` is given twice")
+            attrs[kw.arg] = self.literal(kw.value, keyword_spec, module.source, line)
         try:
-            module = ModuleDecl.model_validate(
-                {"name": name, "kind": "linear", "d_in": d_in, "d_out": d_out, "bias": bias, "layout": layout}
-            )
+            decl = ModuleDecl.model_validate({"name": name, "kind": module.kind, "attrs": attrs})
         except ValidationError as e:
-            self.fail(line, f"Linear: {_first_error(e)}")
-        self.modules.append(module)
+            self.fail(line, f"{module.source}: {_first_error(e)}")
+        self.modules.append(decl)
         self.module_names.add(name)
-        for (pname, shape), node in zip(module.param_shapes().items(), (weight_node, bias_node)):
-            values = None if node is None else self.values(node, shape, line, f"Linear: {pname.split('.')[1]}_values")
-            init = "linear" if values is None else "values"
-            self.tensors.append(
-                self.spec(line, name=pname, role="param", shape=shape, init=init, values=values, module=name)
-            )
+        owned = {p.name for p in module.tensors(decl.attrs)}
+        for given_name in value_nodes:
+            if given_name not in owned:
+                self.fail(line, f"{module.source}: {given_name}_values is given, but this {module.source} has none")
+        values: dict[str, list[float]] = {}
+        for pname, (shape, _role) in decl.tensor_shapes().items():
+            short = pname.split(".", 1)[1]
+            self.count_elements(math.prod(shape), line)
+            if short in value_nodes:
+                values[short] = self.values(value_nodes[short], shape, line, f"{module.source}: {short}_values")
+        try:
+            self.tensors += decl.tensor_specs(values)
+        except ValidationError as e:
+            self.fail(line, f"{module.source}: {_first_error(e)}")
 
     def spec(self, line: int, **fields: object) -> TensorSpec:
         try:
@@ -496,9 +541,13 @@ class _Parser:
         return name
 
     def param_attribute(self, node: ast.Attribute, line: int) -> str:
-        if isinstance(node.value, ast.Name) and node.value.id in self.module_names and node.attr in ("weight", "bias"):
-            return f"{node.value.id}.{node.attr}"
-        self.fail(line, f"`{_show(node)}`: the only attributes are a Linear's `.weight` and `.bias`")
+        if isinstance(node.value, ast.Name) and node.value.id in self.module_names:
+            name = f"{node.value.id}.{node.attr}"
+            if any(t.name == name for t in self.tensors):
+                return name
+            owned = [t.name.split(".", 1)[1] for t in self.tensors if t.module == node.value.id]
+            self.fail(line, f"`{_show(node)}`: `{node.value.id}` has {', '.join(f'`.{o}`' for o in owned)}")
+        self.fail(line, f"`{_show(node)}`: the only attributes are a module's params and buffers (`lin.weight`)")
 
     def expression(
         self, node: ast.expr, line: int, stmts: list[Stmt], out: str | None, context: Context, depth: int
@@ -590,12 +639,15 @@ class _Parser:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             self.fail(line, f"{fname}(...): `*` and `**` arguments are not part of the syntax")
         if fname in self.module_names:
-            if len(node.args) != 1 or node.keywords:
-                self.fail(
-                    line, f"{fname}(x): a Linear takes one tensor; got {len(node.args) + len(node.keywords)} arguments"
-                )
-            x = self.operand(node.args[0], line, stmts, depth)
-            return self.emit(stmts, line, "linear", [fname, x], {}, out, context)
+            # `conv(x)`: the call of the module's kind, with the module as its first argument.
+            kind = next(m.kind for m in self.modules if m.name == fname)
+            call_op = MODULES[kind].call
+            node = ast.Call(
+                func=ast.Name(id=call_op, ctx=ast.Load()),
+                args=[ast.Name(id=fname, ctx=ast.Load()), *node.args],
+                keywords=node.keywords,
+            )
+            fname = call_op
         if fname in DECLARATIONS:
             self.fail(
                 line,
@@ -608,24 +660,32 @@ class _Parser:
             self.fail(line, f"{fname} gives no tensor; it cannot be an operand")
         if context == "assign" and spec.result == "none":
             self.fail(line, f"{fname} gives no value; write it as a statement of its own, as in `{spec.signature()}`")
-        if context == "statement" and spec.result == "optimizer":
-            self.fail(line, f"{fname} makes an optimizer: assign it to a name, as in `opt = {fname}(lr=0.01)`")
-        n_args = len(spec.args)
+        if context == "statement" and spec.result in ("optimizer", "scheduler"):
+            self.fail(
+                line,
+                f"{fname} makes {'an' if spec.result == 'optimizer' else 'a'} {spec.result}: assign it to a name, as in `x = {spec.signature()}`",
+            )
+        least, most = spec.arity()
         positional_attrs = spec.positional_attrs
         given = len(node.args)
-        if not n_args <= given <= n_args + len(positional_attrs):
-            counted = f"{n_args} argument{'s' if n_args != 1 else ''}"
+        # A variadic op takes as many tensors as are given, up to its most; its attributes are keywords.
+        n_args = min(given, most) if spec.max_args else least
+        if not least <= n_args <= given <= n_args + len(positional_attrs):
+            counted = (
+                f"{least} argument{'s' if least != 1 else ''}" if least == most else f"{least} to {most} arguments"
+            )
             if positional_attrs:
                 counted += f" and {', '.join(a.name for a in positional_attrs)}"
             self.fail(line, f"{fname} takes {counted}: {spec.signature()}; got {given} positional arguments")
+        arg_kinds = list(spec.args) + ([spec.args[-1]] * (n_args - len(spec.args)) if n_args > len(spec.args) else [])
         args: list[str] = []
-        for kind, arg in zip(spec.args, node.args):
+        for kind, arg in zip(arg_kinds, node.args):
             if kind == "tensor":
                 args.append(self.operand(arg, line, stmts, depth))
             elif isinstance(arg, ast.Name):
                 args.append(arg.id)
             else:
-                article = "an" if kind == "optimizer" else "a"
+                article = "an" if kind[0] in "aeiou" else "a"
                 self.fail(line, f"{fname}: the argument must be the name of {article} {kind}; not `{_show(arg)}`")
         attrs: dict[str, AttrValue] = {}
         for aspec, arg in zip(positional_attrs, node.args[n_args:]):
@@ -714,26 +774,36 @@ class _Unparser:
                     continue
                 done.add(t.module)
                 m = modules[t.module]
-                parts = [str(m.d_in), str(m.d_out)]
-                if not m.bias:
-                    parts.append("bias=False")
-                if m.layout != "transposed":
-                    parts.append(f"layout={m.layout!r}")
+                spec = MODULES[m.kind]
+                parts = []
+                skipping = False
+                for aspec in spec.attrs:
+                    if aspec.name not in m.attrs or (
+                        not isinstance(aspec.default, _Marker) and m.attrs[aspec.name] == aspec.default
+                    ):
+                        skipping = True
+                        continue
+                    value = _lit(m.attrs[aspec.name])
+                    parts.append(value if aspec.positional and not skipping else f"{aspec.name}={value}")
                 for decl in tensors:
                     if decl.module == m.name:
                         data = decl.data if isinstance(decl, TensorDecl) else decl.values
                         if data is not None:
-                            parts.append(f"{decl.name.split('.')[1]}_values={_values(data)}")
-                self.lines.append(f"{m.name} = Linear({', '.join(parts)})")
+                            parts.append(f"{decl.name.split('.', 1)[1]}_values={_values(data)}")
+                self.lines.append(f"{m.name} = {spec.source}({', '.join(parts)})")
                 continue
             parts = [str(d) for d in t.shape]
+            if t.dtype != "float":
+                parts.append(f"dtype={t.dtype!r}")
             if isinstance(t, TensorDecl):
                 parts.append(f"values={_values(t.data)}")
             elif t.init == "values":
                 assert t.values is not None
                 parts.append(f"values={_values(t.values)}")
-            elif t.init != "normal":
+            elif t.init != {"float": "normal", "int": "randint", "bool": "bernoulli"}[t.dtype]:
                 parts.append(f"init={t.init!r}")
+            if isinstance(t, TensorSpec) and t.high is not None:
+                parts.append(f"high={t.high}")
             self.lines.append(f"{t.name} = {t.role}({', '.join(parts)})")
 
     def block(self, stmts: Sequence[Stmt], depth: int) -> None:
@@ -795,10 +865,13 @@ class _Unparser:
             s = attrs["scalar"]
             assert isinstance(s, float)
             return f"{_wrap(a, pa, _MUL)} * {_num(s)}", _MUL
-        if st.op == "linear":
-            (m, _), (x, _) = args
-            return f"{m}({x})", _ATOM
-        parts = [text for text, _ in args]
+        if spec.module is not None:  # `conv(x)`: the module's call
+            (m, _), *rest = args
+            parts = [text for text, _ in rest]
+            name = m
+        else:
+            parts = [text for text, _ in args]
+            name = st.op
         skipping = False
         for aspec in spec.attrs:
             if aspec.name not in attrs:
@@ -820,7 +893,7 @@ class _Unparser:
                 parts.append(_lit(value))
             else:
                 parts.append(f"{aspec.name}={_lit(value)}")
-        return f"{st.op}({', '.join(parts)})", _ATOM
+        return f"{name}({', '.join(parts)})", _ATOM
 
 
 def unparse(program: ParsedProgram | Program) -> str:

@@ -29,9 +29,10 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
+from ..contract.ops import OPS
 from ..errors import BadInput
+from . import torch_modules
 from .ir import Program, Stmt, timed_loop
-from .ops import OPS
 
 Progress = Callable[[dict[str, Any]], None]
 Result = dict[str, Any]
@@ -43,14 +44,6 @@ TORCH_ADAM_BETAS = (0.9, 0.999)
 
 class GradIsNone(RuntimeError):
     """`grad(T)` of a tensor whose `.grad` is None."""
-
-
-class _Module:
-    __slots__ = ("bias", "weight")
-
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
-        self.weight = weight
-        self.bias = bias
 
 
 class _Failed(Exception):
@@ -123,15 +116,28 @@ class _Run:
     def setup(self) -> None:
         env = self.env
         program = self.program
+        # Modules as a port builds them (torch's own defaults for what the program omits); their
+        # params and buffers then take the program's initial data.
+        modules = {m.name: (m, torch_modules.build(m, self.dtype)) for m in program.modules}
+        for m, module in modules.values():
+            env[m.name] = module
         for decl in program.tensors:
+            if decl.module is not None:
+                m, module = modules[decl.module]
+                t = torch_modules.tensor_of(module, m, decl.name)
+                with torch.no_grad():
+                    t.copy_(torch.tensor(decl.data, dtype=t.dtype).reshape(decl.shape))
+                if decl.role == "param":
+                    self.params.append(t)
+                env[decl.name] = t
+                continue
             # clone(): a tensor of its own, not a view of the flat one (torch's in-place errors differ).
-            t = torch.tensor(decl.data, dtype=self.dtype).reshape(decl.shape).clone()
+            dtype = {"float": self.dtype, "int": torch.int64, "bool": torch.bool}[decl.dtype]
+            t = torch.tensor(decl.data, dtype=self.dtype).reshape(decl.shape).to(dtype).clone()
             if decl.role == "param":
-                t = torch.nn.Parameter(t) if decl.module is not None else t.requires_grad_()
+                t = t.requires_grad_()
                 self.params.append(t)
             env[decl.name] = t
-        for m in program.modules:
-            env[m.name] = _Module(env[f"{m.name}.weight"], env.get(f"{m.name}.bias"))
 
     # ---- execution ----------------------------------------------------------------------------
 
@@ -197,14 +203,15 @@ class _Run:
         kept = self.env.get(track) if track is not None else None
         f = flags(kept) if isinstance(kept, torch.Tensor) else None
         rss = rss_bytes()
-        record = {
+        record: dict[str, Any] = {
             "step": step,
             "ms_per_step": ms_per_step,
             "rss_bytes": rss,
             "rss_delta_mib": (rss - self.rss_start) / 2**20 if rss is not None and self.rss_start is not None else None,
             "tracked": f["tracked"] if f is not None else None,
-            "flags": f,
         }
+        if f is not None:  # as the framework names them; absent without a tracked tensor
+            record["flags"] = f["raw"]
         self.checkpoints.append(record)
         if self.progress is not None:
             self.progress(record)
@@ -318,7 +325,7 @@ def _adam(run: _Run, st: Stmt, a: list[Any]) -> torch.optim.Optimizer:
 
 
 def _linear(run: _Run, st: Stmt, a: list[Any]) -> torch.Tensor:
-    m: _Module = a[0]
+    m: torch.nn.Linear = a[0]
     return torch.nn.functional.linear(a[1], m.weight, m.bias)
 
 

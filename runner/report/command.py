@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from ..errors import BadInput, Infrastructure, Interrupted, RunnerError
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
 from ..results import bundle, dump, keep_partial, load_results, now, provenance
+from ..signals import say, show
 from . import browser, fuzzing, html_page, markdown, trend, upgrades
 from .changes import changes
 from .differences import differences
@@ -210,16 +210,16 @@ def run(args: argparse.Namespace) -> int:
         note = f"; the results are kept in {outputs.keep(*keep_as[0])}" if keep_as else ""
         raise Infrastructure(f"--history {history.folder}: {err.strerror or err}{note}") from None
 
-    print(report.status())
+    show(report.status())
     for name in REPORT_FILES:
-        print(f"wrote {out / name}")
+        show(f"wrote {out / name}")
     for entry in recorded:
-        print(f"history: {entry}")
+        show(f"history: {entry}")
     for machine in report.partial:
-        print(f"history: not recorded: the results of {machine.label} are partial ({machine.doc.partial_reason})")
+        show(f"history: not recorded: the results of {machine.label} are partial ({machine.doc.partial_reason})")
     if args.screenshots:
         for shot in browser.screenshots(out / "report.html", out / browser.SHOTS):
-            print(f"screenshot: {shot}")
+            show(f"screenshot: {shot}")
     if report.exit_code:
-        print(f"exit 1: see {out / 'report.md'}", file=sys.stderr)
+        say(f"exit 1: see {out / 'report.md'}")
     return report.exit_code

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import write_together
-from ..errors import BadInput, Infrastructure, quote
+from ..errors import BadInput, Infrastructure
+from ..escape import quote
 from ..inputs import read_json
 from ..model.results import Provenance, ResultsDocument
 from ..results import dump, load_results

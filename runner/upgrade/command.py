@@ -12,7 +12,6 @@ completed on each side are kept, marked partial, in kept files named on stderr).
 from __future__ import annotations
 
 import argparse
-import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,13 +23,14 @@ from ..argtypes import add_measurement_options, nonempty, path, positive_int, ti
 from ..compare import RULE
 from ..engine import SpecKey, judged_document, run_all
 from ..errors import ExitCode, Interrupted
+from ..escape import markdown, terminal
 from ..frameworks import adapter_for
 from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
 from ..model.upgrade import Build, Classified, UpgradeClass, UpgradeReport
 from ..progress import ConsoleReporter
 from ..results import Measurement, dump, keep_partial, machine_state, now
-from ..signals import say
+from ..signals import say, show
 from .classify import classify
 
 
@@ -161,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
         keep_as=[("upgrade-check", upgrade_json)]
         + [(f"upgrade-check-results-{side}", text) for side, text in results.items()],
     )
-    print(render_table(report))
-    print(f"written: {out / 'upgrade.json'}, {out / 'upgrade.md'}")
+    show(render_table(report))
+    show(f"written: {terminal(out / 'upgrade.json')}, {terminal(out / 'upgrade.md')}")
 
     if errors:
         return ExitCode.INFRASTRUCTURE
@@ -178,29 +178,26 @@ def _grouped(report: UpgradeReport) -> Iterator[tuple[UpgradeClass, list[Classif
 
 def render_table(report: UpgradeReport) -> str:
     src, dst = report.from_, report.to
-    lines = [f"burn {src.source} -> {dst.source}"]
+    t = terminal  # each name, label and message on its own line
+    lines = [f"burn {t(src.source)} -> {t(dst.source)}"]
     for side in (src, dst):
         state = "ok" if side.ok else "BUILD FAILED"
         timing = "cached" if side.cached else f"{side.seconds:.0f} s"
-        lines.append(f"  probe vs burn {side.source} (lock: {side.burn or 'not locked'}): {state}, {timing}")
-        lines += [f"    {error}" for error in side.errors]
+        lines.append(f"  probe vs burn {t(side.source)} (lock: {t(side.burn or 'not locked')}): {state}, {timing}")
+        lines += [f"    {t(error)}" for error in side.errors]
     for klass, rows in _grouped(report):
         lines.append(f"\n{klass} ({len(rows)})")
         for row in rows:
-            lines.append(f"  {row.case} {row.run}")
-            lines += [f"    - {f}" for f in row.findings]
+            lines.append(f"  {t(row.case)} {t(row.run)}")
+            lines += [f"    - {t(f)}" for f in row.findings]
     lines.append(f"\nperformance rule: {report.rule}")
     return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text).replace("|", "\\|")
 
 
 def render_markdown(report: UpgradeReport) -> str:
     src, dst = report.from_, report.to
     lines = [
-        f"## Upgrade check: burn {_md(src.source)} → {_md(dst.source)}",
+        f"## Upgrade check: burn {markdown(src.source)} → {markdown(dst.source)}",
         "",
         "| side | burn (lock) | probe build |",
         "|---|---|---|",
@@ -208,15 +205,15 @@ def render_markdown(report: UpgradeReport) -> str:
     for side in (src, dst):
         state = "ok" if side.ok else "**build-break**"
         timing = "cached" if side.cached else f"{side.seconds:.0f} s"
-        lines.append(f"| {_md(side.source)} | {side.burn or 'not locked'} | {state} ({timing}) |")
+        lines.append(f"| {markdown(side.source)} | {markdown(side.burn or 'not locked')} | {state} ({timing}) |")
     for side in (src, dst):
         if side.errors:
-            lines += ["", f"First compiler errors against burn {_md(side.source)}:", "", "```"]
-            lines += [error.replace("`", "'") for error in side.errors] + ["```"]
+            lines += ["", f"First compiler errors against burn {markdown(side.source)}:", "", "```"]
+            lines += [terminal(error).replace("`", "'") for error in side.errors] + ["```"]
     lines += ["", "| class | case | run | findings |", "|---|---|---|---|"]
     for klass, rows in _grouped(report):
         for row in rows:
-            findings = "<br>".join(_md(f) for f in row.findings) or "—"
-            lines.append(f"| {klass} | {_md(row.case)} | {_md(row.run)} | {findings} |")
+            findings = "<br>".join(markdown(f) for f in row.findings) or "—"
+            lines.append(f"| {klass} | {markdown(row.case)} | {markdown(row.run)} | {findings} |")
     lines += ["", f"Performance rule: {report.rule}.", f"torch: {report.torch_runs}.", ""]
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-//! Parameters of one p10 run and their validation.
+//! Parameters of one p10 run and their validation (the modes, defaults and
+//! limits come from `crate::contract`, generated from the Python side).
 //!
 //! Every check names the parameter and what would be valid, so that the Python
 //! module can raise `ValueError` and the binary can print the same text.
@@ -6,70 +7,15 @@
 
 use std::fmt;
 
-/// The p10 modes, as named in `shared/docs/p10-experiment.md`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// `weight.detach()` snapshot, EMA only stored.
-    Detach,
-    /// `weight.detach()` snapshot, EMA used as a target network inside the loss.
-    Target,
-    /// `weight.without_autodiff()` snapshot, EMA only stored.
-    Without,
-    /// `weight.without_autodiff()` snapshot, EMA used inside the loss.
-    TargetWithout,
-    /// `weight.detach()` snapshot whose norm is read each step; nothing is kept.
-    Log,
-    /// The `detach` EMA chain alone: no forward, no backward, no optimizer step.
-    EmaOnly,
-}
+pub use crate::contract::Mode;
+use crate::contract::{p10_defaults, MAX_BUSY_WAIT_US, MAX_DIM, MAX_STEPS, P10_MAX_ELEMENTS};
 
 impl Mode {
-    pub const ALL: [Mode; 6] = [
-        Mode::Detach,
-        Mode::Target,
-        Mode::Without,
-        Mode::TargetWithout,
-        Mode::Log,
-        Mode::EmaOnly,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Detach => "detach",
-            Mode::Target => "target",
-            Mode::Without => "without",
-            Mode::TargetWithout => "target-without",
-            Mode::Log => "log",
-            Mode::EmaOnly => "ema-only",
-        }
-    }
-
-    pub fn names() -> String {
-        Mode::ALL
-            .iter()
-            .map(|m| m.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
     pub fn parse(name: &str) -> Result<Mode, ConfigError> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| ConfigError {
-                parameter: "mode",
-                message: format!("unknown mode {name:?}; valid modes: {}", Mode::names()),
-            })
-    }
-
-    /// The snapshot is taken with `without_autodiff()` rather than `detach()`.
-    pub fn uses_without_autodiff(self) -> bool {
-        matches!(self, Mode::Without | Mode::TargetWithout)
-    }
-
-    /// The EMA enters the loss as a target network.
-    pub fn ema_in_loss(self) -> bool {
-        matches!(self, Mode::Target | Mode::TargetWithout)
+        Mode::from_name(name).ok_or_else(|| ConfigError {
+            parameter: "mode",
+            message: format!("unknown mode {name:?}; valid modes: {}", Mode::names()),
+        })
     }
 }
 
@@ -95,17 +41,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The seed's checkpoints.
-pub const DEFAULT_CHECKPOINTS: [u64; 7] = [1, 50, 100, 200, 500, 1000, 2000];
-/// Largest accepted `d_in`, `d_out` or `batch`.
-pub const MAX_DIM: u64 = 1 << 16;
-/// Largest accepted element count of the weight or of the input (1 GiB of f32).
-pub const MAX_ELEMENTS: u64 = 1 << 28;
-/// Default RSS sampling period in steps.
-pub const DEFAULT_RSS_EVERY: u64 = 25;
-/// Largest accepted step count.
-pub const MAX_STEPS: u64 = 10_000_000;
-/// Largest accepted calibration busy wait per step, in microseconds (1 s).
-pub const MAX_BUSY_WAIT_US: u64 = 1_000_000;
+pub const DEFAULT_CHECKPOINTS: [u64; 7] = p10_defaults::CHECKPOINTS;
 
 /// One p10 run's parameters, validated.
 #[derive(Clone, Debug, PartialEq)]
@@ -149,16 +85,16 @@ impl Default for P10Params {
     fn default() -> Self {
         P10Params {
             mode: "detach".into(),
-            d_in: 512,
-            d_out: 512,
-            batch: 64,
-            lr: 1e-3,
-            steps: 2000,
+            d_in: p10_defaults::D_IN,
+            d_out: p10_defaults::D_OUT,
+            batch: p10_defaults::BATCH,
+            lr: p10_defaults::LR,
+            steps: p10_defaults::STEPS,
             checkpoints: None,
-            ema_decay: 0.99,
-            seed: 0,
-            rss_every: DEFAULT_RSS_EVERY as i64,
-            busy_wait_us: 0,
+            ema_decay: p10_defaults::EMA_DECAY,
+            seed: p10_defaults::SEED,
+            rss_every: p10_defaults::RSS_EVERY,
+            busy_wait_us: p10_defaults::BUSY_WAIT_US,
         }
     }
 }
@@ -193,11 +129,11 @@ impl P10Params {
             ("d_out", (d_in as u64) * (d_out as u64)),
             ("batch", (batch as u64) * (d_in as u64)),
         ] {
-            if elements > MAX_ELEMENTS {
+            if elements > P10_MAX_ELEMENTS {
                 return Err(ConfigError {
                     parameter,
                     message: format!(
-                        "d_in x d_out and batch x d_in must each be at most {MAX_ELEMENTS} \
+                        "d_in x d_out and batch x d_in must each be at most {P10_MAX_ELEMENTS} \
                          elements, got {elements}"
                     ),
                 });

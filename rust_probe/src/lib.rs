@@ -8,9 +8,12 @@
 //! `docs/program-ir.md` (the `program` binary and `run_program` in Python).
 
 pub mod config;
+#[rustfmt::skip]
+pub mod contract;
 pub mod p10;
 pub mod panic_capture;
 pub mod program;
+pub mod record;
 pub mod rss;
 
 #[cfg(feature = "python")]

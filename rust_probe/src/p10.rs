@@ -1,5 +1,5 @@
 //! The p10 loop: a `Linear` trained by SGD with an EMA of its weight updated
-//! after every optimizer step, in the six modes of `shared/docs/p10-experiment.md`.
+//! after every optimizer step, in the six modes of `docs/p10-experiment.md`.
 //!
 //! This is the one implementation: the Python module and the `p10` binary both
 //! call [`run`]. It measures and returns plain data; judging is Python's job.
@@ -17,69 +17,9 @@ use crate::config::{Mode, P10Config};
 use crate::panic_capture::{capture, PanicInfo};
 use crate::rss;
 
-/// What the loop was doing when it panicked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    Setup,
-    Forward,
-    Backward,
-    Optimizer,
-    Snapshot,
-    Ema,
-    Checkpoint,
-}
-
-impl Phase {
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Setup => "setup",
-            Phase::Forward => "forward",
-            Phase::Backward => "backward",
-            Phase::Optimizer => "optimizer",
-            Phase::Snapshot => "snapshot",
-            Phase::Ema => "ema",
-            Phase::Checkpoint => "checkpoint",
-        }
-    }
-}
-
-/// State at a checkpoint, read after the step's clock stopped.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Checkpoint {
-    pub step: u64,
-    /// Mean wall time per step over the steps since the previous checkpoint.
-    pub ms_per_step: f64,
-    /// Process RSS now; `None` where it cannot be read.
-    pub rss_bytes: Option<u64>,
-    /// RSS now minus RSS when the run started, in MiB.
-    pub rss_delta_mib: Option<f64>,
-    /// `is_tracked()` of the kept tensor: the EMA, or in `log` mode a fresh
-    /// snapshot taken the same way as the logged one.
-    pub is_tracked: bool,
-    pub is_require_grad: bool,
-    pub is_autodiff: bool,
-}
-
-/// The process RSS sampled between steps.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct RssSample {
-    pub step: u64,
-    pub rss_bytes: u64,
-    pub rss_delta_mib: f64,
-}
-
-/// A panic inside the loop, with the step it happened at (0 during setup).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct StepPanic {
-    pub message: String,
-    pub file: String,
-    pub line: u32,
-    pub column: u32,
-    pub location: String,
-    pub step: u64,
-    pub phase: Phase,
-}
+pub use crate::record::{
+    P10Checkpoint as Checkpoint, P10Outcome as Outcome, P10Result, Phase, RawFlags, StepPanic,
+};
 
 impl StepPanic {
     fn new(info: PanicInfo, step: u64, phase: Phase) -> Self {
@@ -95,30 +35,12 @@ impl StepPanic {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Completed,
-    Panic,
-    /// The checkpoint callback asked to stop (for example on Ctrl-C in Python).
-    Stopped,
-}
-
-/// Everything one run measured.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct P10Result {
-    pub mode: &'static str,
-    pub steps: u64,
-    pub outcome: Outcome,
-    /// Wall time of every completed step, in milliseconds, step 1 first.
-    pub step_ms: Vec<f64>,
-    pub checkpoints: Vec<Checkpoint>,
-    /// RSS every `rss_every` steps (empty where RSS cannot be read).
-    pub rss_samples: Vec<RssSample>,
-    pub rss_start_bytes: Option<u64>,
-    /// Model, input and optimizer construction, not part of any step.
-    pub setup_ms: f64,
-    pub panic: Option<StepPanic>,
+fn flags_of(t: &Tensor<2>) -> RawFlags {
+    RawFlags {
+        is_tracked: t.is_tracked(),
+        is_require_grad: t.is_require_grad(),
+        is_autodiff: t.is_autodiff(),
+    }
 }
 
 fn snapshot(model: &Linear, mode: Mode) -> Tensor<2> {
@@ -155,7 +77,7 @@ pub fn run(
     let set_phase = |phase: Phase| position.set((position.get().0, phase));
     let mut step_ms: Vec<f64> = Vec::with_capacity(config.steps as usize);
     let mut checkpoints: Vec<Checkpoint> = Vec::with_capacity(config.checkpoints.len());
-    let mut rss_samples: Vec<RssSample> = Vec::new();
+    let mut rss_samples: Vec<(u64, f64)> = Vec::new();
     let mut setup_ms = 0.0;
     let rss_start = rss::current_bytes();
 
@@ -209,11 +131,7 @@ pub fn run(
 
             if config.rss_every > 0 && step % config.rss_every == 0 {
                 if let (Some(now), Some(start)) = (rss::current_bytes(), rss_start) {
-                    rss_samples.push(RssSample {
-                        step,
-                        rss_bytes: now,
-                        rss_delta_mib: mib(now as i128 - start as i128),
-                    });
+                    rss_samples.push((step, mib(now as i128 - start as i128)));
                 }
             }
 
@@ -222,15 +140,10 @@ pub fn run(
                 set_phase(Phase::Checkpoint);
                 let segment = &step_ms[segment_start..];
                 segment_start = step_ms.len();
-                let (is_tracked, is_require_grad, is_autodiff) = if mode == Mode::Log {
-                    let fresh = snapshot(&model, mode);
-                    (
-                        fresh.is_tracked(),
-                        fresh.is_require_grad(),
-                        fresh.is_autodiff(),
-                    )
+                let flags = if mode == Mode::Log {
+                    flags_of(&snapshot(&model, mode))
                 } else {
-                    (ema.is_tracked(), ema.is_require_grad(), ema.is_autodiff())
+                    flags_of(&ema)
                 };
                 let rss_bytes = rss::current_bytes();
                 let checkpoint = Checkpoint {
@@ -240,9 +153,8 @@ pub fn run(
                     rss_delta_mib: rss_bytes
                         .zip(rss_start)
                         .map(|(now, start)| mib(now as i128 - start as i128)),
-                    is_tracked,
-                    is_require_grad,
-                    is_autodiff,
+                    tracked: flags.is_tracked,
+                    flags,
                 };
                 let flow = on_checkpoint(&checkpoint);
                 checkpoints.push(checkpoint);
@@ -251,7 +163,7 @@ pub fn run(
                 }
             }
         }
-        Outcome::Completed
+        Outcome::Ok
     });
 
     let (outcome, panic) = match caught {
@@ -262,15 +174,12 @@ pub fn run(
         }
     };
     P10Result {
-        mode: mode.name(),
-        steps: config.steps,
         outcome,
+        panic,
         step_ms,
         checkpoints,
         rss_samples,
-        rss_start_bytes: rss_start,
         setup_ms,
-        panic,
     }
 }
 
@@ -284,6 +193,9 @@ pub fn seed_line(mode: &str, checkpoint: &Checkpoint) -> String {
     };
     format!(
         "{mode} step {}: {:.2} ms/step {rss} ema.is_tracked={} is_require_grad={}",
-        checkpoint.step, checkpoint.ms_per_step, checkpoint.is_tracked, checkpoint.is_require_grad
+        checkpoint.step,
+        checkpoint.ms_per_step,
+        checkpoint.flags.is_tracked,
+        checkpoint.flags.is_require_grad
     )
 }

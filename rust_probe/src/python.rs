@@ -1,7 +1,8 @@
 //! `runner._probe`: the p10 loop and the program interpreter for Python.
 //!
-//! Rust measures and hands back plain dicts and lists; Python owns the API
-//! around it (`runner/_probe.pyi` describes it). Bad arguments raise
+//! Rust measures and hands back plain dicts and lists (the structs of
+//! `crate::record`, serialized by pythonize); Python owns the API around it
+//! (`runner/_probe.pyi` describes it, `runner/model/results.py` validates it). Bad arguments raise
 //! `ValueError` naming the parameter; a panic inside burn is returned as data.
 
 use std::ops::ControlFlow;
@@ -11,13 +12,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
 use crate::build_info;
-use crate::config::{Mode, P10Params, DEFAULT_CHECKPOINTS};
-use crate::p10::{self, Checkpoint, P10Result};
+use crate::config::{Mode, P10Params};
+use crate::p10;
 use crate::panic_capture::capture;
-use crate::program::value::Flags;
-use crate::program::{
-    self, Failure, Observation, Outcome, Program, ProgramCheckpoint, ProgramResult,
-};
+use crate::program::{self, Failure, Outcome, Program, ProgramResult};
+use crate::record;
 
 /// An integer argument, with `ValueError` (not `TypeError`/`OverflowError`)
 /// naming the parameter when it is not an integer that fits.
@@ -49,58 +48,9 @@ fn float_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
     })
 }
 
-fn checkpoint_dict<'py>(py: Python<'py>, c: &Checkpoint) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("step", c.step)?;
-    d.set_item("ms_per_step", c.ms_per_step)?;
-    d.set_item("rss_bytes", c.rss_bytes)?;
-    d.set_item("rss_delta_mib", c.rss_delta_mib)?;
-    d.set_item("is_tracked", c.is_tracked)?;
-    d.set_item("is_require_grad", c.is_require_grad)?;
-    d.set_item("is_autodiff", c.is_autodiff)?;
-    Ok(d)
-}
-
-fn result_dict<'py>(py: Python<'py>, r: &P10Result) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("mode", r.mode)?;
-    d.set_item("steps", r.steps)?;
-    d.set_item(
-        "outcome",
-        match r.outcome {
-            p10::Outcome::Completed => "completed",
-            p10::Outcome::Panic => "panic",
-            p10::Outcome::Stopped => "stopped",
-        },
-    )?;
-    d.set_item("step_ms", PyList::new(py, &r.step_ms)?)?;
-    let checkpoints = PyList::empty(py);
-    for c in &r.checkpoints {
-        checkpoints.append(checkpoint_dict(py, c)?)?;
-    }
-    d.set_item("checkpoints", checkpoints)?;
-    let samples = PyList::empty(py);
-    for sample in &r.rss_samples {
-        samples.append((sample.step, sample.rss_bytes, sample.rss_delta_mib))?;
-    }
-    d.set_item("rss_samples", samples)?;
-    d.set_item("rss_start_bytes", r.rss_start_bytes)?;
-    d.set_item("setup_ms", r.setup_ms)?;
-    match &r.panic {
-        None => d.set_item("panic", py.None())?,
-        Some(p) => {
-            let pd = PyDict::new(py);
-            pd.set_item("message", &p.message)?;
-            pd.set_item("file", &p.file)?;
-            pd.set_item("line", p.line)?;
-            pd.set_item("column", p.column)?;
-            pd.set_item("location", &p.location)?;
-            pd.set_item("step", p.step)?;
-            pd.set_item("phase", p.phase.name())?;
-            d.set_item("panic", pd)?;
-        }
-    }
-    Ok(d)
+/// A record as Python data (dicts, lists, floats: NaN and infinities survive).
+fn to_python<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, value).map_err(|err| PyValueError::new_err(err.to_string()))
 }
 
 /// Runs the p10 loop once and returns what it measured as a dict.
@@ -129,7 +79,7 @@ fn run_p10<'py>(
     rss_every: Option<&Bound<'py, PyAny>>,
     busy_wait_us: Option<&Bound<'py, PyAny>>,
     progress: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let mut params = P10Params {
         mode: mode.extract::<String>().map_err(|_| {
             PyValueError::new_err(format!(
@@ -183,8 +133,7 @@ fn run_p10<'py>(
                 return ControlFlow::Continue(());
             };
             Python::attach(|py| {
-                let called =
-                    checkpoint_dict(py, checkpoint).and_then(|d| callback.bind(py).call1((d,)));
+                let called = to_python(py, checkpoint).and_then(|d| callback.bind(py).call1((d,)));
                 match called {
                     Ok(_) => ControlFlow::Continue(()),
                     Err(err) => {
@@ -198,101 +147,7 @@ fn run_p10<'py>(
     if let Some(err) = callback_error {
         return Err(err);
     }
-    result_dict(py, &result)
-}
-
-fn flags_dict<'py>(py: Python<'py>, f: &Flags) -> PyResult<Bound<'py, PyDict>> {
-    let raw = PyDict::new(py);
-    raw.set_item("is_tracked", f.raw.is_tracked)?;
-    raw.set_item("is_require_grad", f.raw.is_require_grad)?;
-    raw.set_item("is_autodiff", f.raw.is_autodiff)?;
-    let d = PyDict::new(py);
-    d.set_item("tracked", f.tracked)?;
-    d.set_item("requires_grad", f.requires_grad)?;
-    d.set_item("raw", raw)?;
-    Ok(d)
-}
-
-/// Floats as a Python list (NaN and infinities survive, unlike JSON).
-fn float_list<'py>(py: Python<'py>, values: &[f32]) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(py, values.iter().map(|&x| x as f64))
-}
-
-fn program_checkpoint_dict<'py>(
-    py: Python<'py>,
-    c: &ProgramCheckpoint,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("step", c.step)?;
-    d.set_item("ms_per_step", c.ms_per_step)?;
-    d.set_item("rss_bytes", c.rss_bytes)?;
-    d.set_item("rss_delta_mib", c.rss_delta_mib)?;
-    d.set_item("tracked", c.tracked)?;
-    match &c.flags {
-        Some(f) => d.set_item("flags", flags_dict(py, f)?)?,
-        None => d.set_item("flags", py.None())?,
-    }
-    Ok(d)
-}
-
-fn observation_dict<'py>(py: Python<'py>, o: &Observation) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("label", &o.label)?;
-    d.set_item("tensor", &o.tensor)?;
-    d.set_item("op_index", o.op_index)?;
-    d.set_item("iteration", o.iteration)?;
-    d.set_item("shape", PyList::new(py, &o.shape)?)?;
-    match &o.values {
-        Some(v) => d.set_item("values", float_list(py, v)?)?,
-        None => d.set_item("values", py.None())?,
-    }
-    match &o.grad {
-        Some(v) => d.set_item("grad", float_list(py, v)?)?,
-        None => d.set_item("grad", py.None())?,
-    }
-    d.set_item("flags", flags_dict(py, &o.flags)?)?;
-    Ok(d)
-}
-
-fn failure_dict<'py>(py: Python<'py>, f: &Failure) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("op_index", f.op_index)?;
-    d.set_item("op", &f.op)?;
-    d.set_item("line", f.line)?;
-    d.set_item("iteration", f.iteration)?;
-    d.set_item("message", &f.message)?;
-    d.set_item("location", &f.location)?;
-    Ok(d)
-}
-
-fn program_result_dict<'py>(py: Python<'py>, r: &ProgramResult) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("outcome", r.outcome.name())?;
-    match &r.failure {
-        Some(f) => d.set_item("failure", failure_dict(py, f)?)?,
-        None => d.set_item("failure", py.None())?,
-    }
-    let observations = PyList::empty(py);
-    for o in &r.observations {
-        observations.append(observation_dict(py, o)?)?;
-    }
-    d.set_item("observations", observations)?;
-    d.set_item("step_ms", PyList::new(py, &r.step_ms)?)?;
-    let checkpoints = PyList::empty(py);
-    for c in &r.checkpoints {
-        checkpoints.append(program_checkpoint_dict(py, c)?)?;
-    }
-    d.set_item("checkpoints", checkpoints)?;
-    let samples = PyList::empty(py);
-    for &(step, delta) in &r.rss_samples {
-        let sample = PyList::empty(py);
-        sample.append(step)?;
-        sample.append(delta)?;
-        samples.append(sample)?;
-    }
-    d.set_item("rss_samples", samples)?;
-    d.set_item("setup_ms", r.setup_ms)?;
-    Ok(d)
+    to_python(py, &result)
 }
 
 fn program_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Program> {
@@ -325,7 +180,7 @@ fn run_program<'py>(
     py: Python<'py>,
     ir_json: &Bound<'py, PyAny>,
     progress: Option<Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let program = program_arg("ir_json", ir_json)?;
     let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(Bound::unbind);
     let mut callback_error: Option<PyErr> = None;
@@ -335,8 +190,7 @@ fn run_program<'py>(
                 return ControlFlow::Continue(());
             };
             Python::attach(|py| {
-                let called = program_checkpoint_dict(py, checkpoint)
-                    .and_then(|d| callback.bind(py).call1((d,)));
+                let called = to_python(py, checkpoint).and_then(|d| callback.bind(py).call1((d,)));
                 match called {
                     Ok(_) => ControlFlow::Continue(()),
                     Err(err) => {
@@ -350,7 +204,7 @@ fn run_program<'py>(
     if let Some(err) = callback_error {
         return Err(err);
     }
-    program_result_dict(py, &result)
+    to_python(py, &result)
 }
 
 /// A result for a panic that escaped the interpreter's own capture.
@@ -402,25 +256,18 @@ fn run_programs<'py>(
     });
     let out = PyList::empty(py);
     for r in &results {
-        out.append(program_result_dict(py, r)?)?;
+        out.append(to_python(py, r)?)?;
     }
     Ok(out)
 }
 
-/// p10's defaults from `config.rs`, for the Python side's tables.
-fn p10_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let p = P10Params::default();
+/// Each record's JSON Schema, as JSON text by name (`crate::record`).
+#[pyfunction]
+fn record_schemas(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("d_in", p.d_in)?;
-    d.set_item("d_out", p.d_out)?;
-    d.set_item("batch", p.batch)?;
-    d.set_item("lr", p.lr)?;
-    d.set_item("steps", p.steps)?;
-    d.set_item("checkpoints", DEFAULT_CHECKPOINTS.to_vec())?;
-    d.set_item("ema_decay", p.ema_decay)?;
-    d.set_item("seed", p.seed)?;
-    d.set_item("rss_every", p.rss_every)?;
-    d.set_item("busy_wait_us", p.busy_wait_us)?;
+    for (name, schema) in record::schemas() {
+        d.set_item(name, schema.to_string())?;
+    }
     Ok(d)
 }
 
@@ -443,6 +290,7 @@ fn _probe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_build_info, m)?)?;
     m.add_function(wrap_pyfunction!(run_program, m)?)?;
     m.add_function(wrap_pyfunction!(run_programs, m)?)?;
+    m.add_function(wrap_pyfunction!(record_schemas, m)?)?;
     let ops = PyDict::new(m.py());
     for (name, supported) in program::op_table() {
         ops.set_item(
@@ -456,7 +304,7 @@ fn _probe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("PROGRAM_OPS", ops)?;
     m.add("PROGRAM_IR_VERSION", program::IR_VERSION)?;
-    m.add("P10_DEFAULTS", p10_defaults(m.py())?)?;
+    m.add("CONTRACT_DIGEST", crate::contract::CONTRACT_DIGEST)?;
     m.add(
         "MODES",
         Mode::ALL.iter().map(|mode| mode.name()).collect::<Vec<_>>(),

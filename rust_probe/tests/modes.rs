@@ -26,7 +26,7 @@ fn run_small(mode: &str, steps: i64) -> P10Result {
 }
 
 fn assert_completed(result: &P10Result, steps: u64) {
-    assert_eq!(result.outcome, Outcome::Completed, "{:?}", result.panic);
+    assert_eq!(result.outcome, Outcome::Ok, "{:?}", result.panic);
     assert!(result.panic.is_none());
     assert_eq!(result.step_ms.len() as u64, steps);
     assert!(result.step_ms.iter().all(|ms| ms.is_finite() && *ms >= 0.0));
@@ -39,9 +39,13 @@ fn detach_completes_and_the_ema_stays_tracked() {
     let steps: Vec<u64> = result.checkpoints.iter().map(|c| c.step).collect();
     assert_eq!(steps, vec![1, 40]);
     for c in &result.checkpoints {
-        assert!(c.is_tracked, "detach EMA at step {} not tracked", c.step);
-        assert!(!c.is_require_grad);
-        assert!(c.is_autodiff);
+        assert!(
+            c.flags.is_tracked,
+            "detach EMA at step {} not tracked",
+            c.step
+        );
+        assert!(!c.flags.is_require_grad);
+        assert!(c.flags.is_autodiff);
     }
 }
 
@@ -51,9 +55,9 @@ fn without_autodiff_gives_an_untracked_constant() {
         let result = run_small(mode, 40);
         assert_completed(&result, 40);
         for c in &result.checkpoints {
-            assert!(!c.is_tracked, "{mode} EMA tracked at step {}", c.step);
-            assert!(!c.is_require_grad);
-            assert!(!c.is_autodiff);
+            assert!(!c.flags.is_tracked, "{mode} EMA tracked at step {}", c.step);
+            assert!(!c.flags.is_require_grad);
+            assert!(!c.flags.is_autodiff);
         }
     }
 }
@@ -99,10 +103,10 @@ fn log_and_ema_only_complete() {
     assert!(log
         .checkpoints
         .iter()
-        .all(|c| c.is_tracked && c.is_require_grad));
+        .all(|c| c.flags.is_tracked && c.flags.is_require_grad));
     let ema_only = run_small("ema-only", 40);
     assert_completed(&ema_only, 40);
-    assert!(ema_only.checkpoints.iter().all(|c| c.is_tracked));
+    assert!(ema_only.checkpoints.iter().all(|c| c.flags.is_tracked));
 }
 
 #[test]
@@ -162,7 +166,7 @@ fn rss_is_sampled_every_n_steps() {
     .unwrap();
     let result = run(&config, &mut |_| ControlFlow::Continue(()));
     if cfg!(target_os = "linux") {
-        let steps: Vec<u64> = result.rss_samples.iter().map(|s| s.step).collect();
+        let steps: Vec<u64> = result.rss_samples.iter().map(|s| s.0).collect();
         assert_eq!(steps, vec![4, 8]);
     }
     let off = P10Config {

@@ -307,8 +307,8 @@ fn linear_ir(layout: &str) -> String {
             input("x", &[1, 3], &[1.0, 0.0, 0.0]),
         ],
         vec![
-            json!({"name": "lin", "kind": "linear", "d_in": 3, "d_out": 2,
-                    "bias": true, "layout": layout}),
+            json!({"name": "lin", "kind": "linear",
+                    "attrs": {"d_in": 3, "d_out": 2, "bias": true, "layout": layout}}),
         ],
         vec![
             op("linear", &["lin", "x"], "out"),
@@ -387,7 +387,7 @@ fn p10_detach_ema_stays_tracked_as_a_program() {
             c.step
         );
         let flags = c.flags.unwrap();
-        assert!(!flags.requires_grad && flags.raw.is_autodiff);
+        assert!(!flags.is_require_grad && flags.is_autodiff);
     }
     if cfg!(target_os = "linux") {
         let sampled: Vec<u64> = r.rss_samples.iter().map(|s| s.0).collect();
@@ -412,7 +412,7 @@ fn p10_without_autodiff_is_an_untracked_constant_as_a_program() {
         let r = run_ok(&p10_program(mode, 20));
         for c in &r.checkpoints {
             let flags = c.flags.unwrap();
-            assert!(!flags.tracked && !flags.requires_grad && !flags.raw.is_autodiff);
+            assert!(!flags.is_tracked && !flags.is_require_grad && !flags.is_autodiff);
         }
     }
 }
@@ -982,8 +982,8 @@ fn the_layout_flag_mixes_with_torch_layout_values() {
             input("m", &[2, 3], &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]),
         ],
         vec![
-            json!({"name": "lin", "kind": "linear", "d_in": 3, "d_out": 2,
-                    "bias": false, "layout": "transposed"}),
+            json!({"name": "lin", "kind": "linear",
+                    "attrs": {"d_in": 3, "d_out": 2, "bias": false, "layout": "transposed"}}),
         ],
         vec![
             op("add", &["lin.weight", "m"], "sum_wm"),

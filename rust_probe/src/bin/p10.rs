@@ -79,7 +79,7 @@ fn main() -> ExitCode {
         );
     }
     match result.outcome {
-        Outcome::Completed => ExitCode::SUCCESS,
+        Outcome::Ok => ExitCode::SUCCESS,
         Outcome::Panic => ExitCode::from(101),
         Outcome::Stopped => ExitCode::from(130),
     }

@@ -25,7 +25,7 @@ fn checkpoint_line(c: &ProgramCheckpoint) -> String {
     let tracked = match c.flags {
         Some(f) => format!(
             " track.is_tracked={} is_require_grad={}",
-            f.tracked, f.requires_grad
+            f.is_tracked, f.is_require_grad
         ),
         None => String::new(),
     };

@@ -6,10 +6,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::config::MAX_STEPS;
-use crate::program::ir::{self, Attrs, IrError, Layout, RawProgram, RawStmt, Role};
-use crate::program::ops::{self, Binary, Op, Unary, RETAIN_GRAPH_UNSUPPORTED};
-use crate::program::value::MAX_RANK;
+use crate::contract::{attrs, ArgKind, Layout, Op, ResultKind, MAX_RANK};
+use crate::program::ir::{self, AttrReader, Dtype, IrError, ModuleDecl, RawProgram, RawStmt, Role};
+use crate::program::ops::{Binary, Unary};
 
 pub type Slot = u32;
 
@@ -42,25 +41,15 @@ pub struct Dst {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum OptimizerConfig {
-    Sgd {
-        lr: f64,
-        /// `None`: plain SGD (momentum absent or 0).
-        momentum: Option<(f64, Option<f64>, Option<bool>)>,
-        weight_decay: Option<f64>,
-    },
-    Adam {
-        lr: f64,
-        beta1: Option<f64>,
-        beta2: Option<f64>,
-        eps: Option<f64>,
-        weight_decay: Option<f64>,
-    },
+    Sgd(attrs::Sgd),
+    Adam(attrs::Adam),
 }
 
 impl OptimizerConfig {
     pub fn lr(&self) -> f64 {
         match self {
-            OptimizerConfig::Sgd { lr, .. } | OptimizerConfig::Adam { lr, .. } => *lr,
+            OptimizerConfig::Sgd(a) => a.lr,
+            OptimizerConfig::Adam(a) => a.lr,
         }
     }
 }
@@ -159,6 +148,7 @@ pub struct StmtInfo {
 #[derive(Clone, Debug)]
 pub struct InputInit {
     pub slot: Slot,
+    pub dtype: Dtype,
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
 }
@@ -174,10 +164,11 @@ pub struct LinearInit {
     pub name: String,
     pub d_in: usize,
     pub d_out: usize,
+    pub bias: bool,
     pub layout: Layout,
     /// Torch layout `[d_out, d_in]`, row-major.
     pub weight: Vec<f32>,
-    pub bias: Option<Vec<f32>>,
+    pub bias_data: Option<Vec<f32>>,
 }
 
 /// What `settings.track` names.
@@ -266,13 +257,15 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
             ));
         }
         c.modules.insert(m.name.clone(), i as u32);
+        let ModuleDecl::Linear(decl) = &m.decl;
         linears.push(LinearInit {
             name: m.name.clone(),
-            d_in: m.d_in,
-            d_out: m.d_out,
-            layout: m.layout,
+            d_in: decl.d_in as usize,
+            d_out: decl.d_out as usize,
+            bias: decl.bias,
+            layout: decl.layout,
             weight: Vec::new(),
-            bias: None,
+            bias_data: None,
         });
     }
 
@@ -322,7 +315,7 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
                     module_weight_seen[m as usize] = true;
                     c.params.insert(t.name, ParamRef::Weight(m));
                 } else {
-                    if !raw.modules[m as usize].bias {
+                    if !lin.bias {
                         return Err(IrError::new(
                             format!("{path}.name"),
                             format!("module {module:?} is declared with bias false"),
@@ -337,7 +330,7 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
                             ),
                         ));
                     }
-                    lin.bias = Some(t.data);
+                    lin.bias_data = Some(t.data);
                     c.params.insert(t.name, ParamRef::Bias(m));
                 }
             }
@@ -356,10 +349,17 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
                     data: t.data,
                 });
             }
+            (None, Role::Buffer) => {
+                return Err(IrError::new(
+                    format!("{path}.role"),
+                    "only a module's tensors are buffers",
+                ))
+            }
             (None, Role::Input) => {
                 let slot = c.slot(&t.name);
                 inputs.push(InputInit {
                     slot,
+                    dtype: t.dtype,
                     shape: t.shape,
                     data: t.data,
                 });
@@ -376,7 +376,7 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
                 ),
             ));
         }
-        if raw.modules[m].bias && lin.bias.is_none() {
+        if lin.bias && lin.bias_data.is_none() {
             return Err(IrError::new(
                 format!("modules[{m}]"),
                 format!("bias is true but no tensor {}.bias is listed", lin.name),
@@ -515,26 +515,6 @@ impl Compiler {
         }
     }
 
-    fn no_out(s: &RawStmt) -> Result<(), IrError> {
-        match &s.out {
-            None => Ok(()),
-            Some(name) => Err(s.error(
-                "out",
-                format!("{:?} returns nothing; out must be null, got {name:?}", s.op),
-            )),
-        }
-    }
-
-    fn arity(s: &RawStmt, n: usize, what: &str) -> Result<(), IrError> {
-        if s.args.len() != n {
-            return Err(s.error(
-                "args",
-                format!("{:?} takes {what}, got {} args", s.op, s.args.len()),
-            ));
-        }
-        Ok(())
-    }
-
     fn statement(
         &mut self,
         s: &RawStmt,
@@ -544,74 +524,71 @@ impl Compiler {
         if !self.indices.insert(s.index) {
             return Err(s.error("index", format!("index {} is used twice", s.index)));
         }
-        let spec = ops::lookup(&s.op).ok_or_else(|| {
+        let op = Op::from_name(&s.op).ok_or_else(|| {
             s.error(
                 "op",
-                format!(
-                    "unknown operation {:?}; known: {}",
-                    s.op,
-                    ops::OPS
-                        .iter()
-                        .map(|o| o.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                format!("unknown operation {:?}; known: {}", s.op, Op::names()),
             )
         })?;
-        let op = spec.op;
         let stmt = self.stmts.len() as u32;
         self.stmts.push(StmtInfo {
             index: s.index,
             line: s.line,
-            op: spec.name,
+            op: op.name(),
         });
-        let is_block = matches!(op, Op::Repeat | Op::NoGrad);
-        if !is_block && s.body.is_some() {
+        // What the table says of every operation: its body, arity, `out` and attribute keys.
+        let result = op.result();
+        if result != ResultKind::Block && s.body.is_some() {
             return Err(s.error("body", format!("{:?} is not a block", s.op)));
         }
-        let attrs = Attrs::new(s);
-        let mut unsupported: Option<String> = spec.unsupported.map(str::to_owned);
+        if s.args.len() != op.args().len() {
+            return Err(s.error(
+                "args",
+                format!(
+                    "{:?} takes {}, got {} args",
+                    s.op,
+                    describe_args(op.args()),
+                    s.args.len()
+                ),
+            ));
+        }
+        match (result, &s.out) {
+            (ResultKind::Nothing | ResultKind::Block, Some(name)) => {
+                return Err(s.error(
+                    "out",
+                    format!("{:?} returns nothing; out must be null, got {name:?}", s.op),
+                ))
+            }
+            (ResultKind::Optimizer, None) => {
+                return Err(s.error("out", "an optimizer must be bound to a name"))
+            }
+            _ => {}
+        }
+        let r = AttrReader::of_stmt(s);
+        r.only(op.attr_keys())?;
+        let mut unsupported: Option<String> = op.burn_unsupported().map(str::to_owned);
 
         let kind = match op {
-            Op::Repeat | Op::NoGrad => {
-                Self::arity(s, 0, "no args")?;
-                Self::no_out(s)?;
-                let body = s
-                    .body
-                    .as_ref()
-                    .ok_or_else(|| s.error("body", "a block needs a body"))?;
-                if op == Op::NoGrad {
-                    attrs.only(&[])?;
-                    self.block(body, defined, false)?;
-                    Kind::Unsupported
-                } else {
-                    attrs.only(&["count", "var"])?;
-                    attrs.string("var")?;
-                    let count = attrs.required_int("count")?;
-                    if count < 0 || count as u64 > MAX_STEPS {
-                        return Err(s.error(
-                            "attrs.count",
-                            format!("must be an integer from 0 to {MAX_STEPS}, got {count}"),
-                        ));
-                    }
-                    let timed = top_level && !self.timed_assigned;
-                    self.timed_assigned |= timed;
-                    // A body that never runs binds nothing.
-                    let mut inner = defined.clone();
-                    let body = self.block(body, &mut inner, false)?;
-                    if count > 0 {
-                        *defined = inner;
-                    }
-                    Kind::Repeat {
-                        count: count as u64,
-                        body,
-                        timed,
-                    }
+            Op::Repeat => {
+                let a = attrs::Repeat::read(&r)?;
+                let body = Self::body_of(s)?;
+                let timed = top_level && !self.timed_assigned;
+                self.timed_assigned |= timed;
+                let mut inner = defined.clone();
+                let body = self.block(body, &mut inner, false)?;
+                *defined = inner;
+                Kind::Repeat {
+                    count: a.count as u64,
+                    body,
+                    timed,
                 }
             }
+            Op::NoGrad => {
+                let body = Self::body_of(s)?;
+                self.block(body, defined, false)?;
+                Kind::Unsupported
+            }
             Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Matmul => {
-                Self::arity(s, 2, "two tensors")?;
-                attrs.only(&[])?;
                 let a = self.tensor_arg(s, 0, defined)?;
                 let b = self.tensor_arg(s, 1, defined)?;
                 let op = match op {
@@ -629,8 +606,6 @@ impl Compiler {
                 }
             }
             Op::Linear => {
-                Self::arity(s, 2, "a module and a tensor")?;
-                attrs.only(&[])?;
                 let module = *self.modules.get(&s.args[0]).ok_or_else(|| {
                     s.error("args[0]", format!("no module named {:?}", s.args[0]))
                 })?;
@@ -642,9 +617,6 @@ impl Compiler {
                 }
             }
             Op::Step | Op::ZeroGrad => {
-                Self::arity(s, 1, "an optimizer")?;
-                attrs.only(&[])?;
-                Self::no_out(s)?;
                 let opt = self.optimizer_arg(s, defined)?;
                 if op == Op::Step {
                     Kind::Step { opt }
@@ -653,77 +625,39 @@ impl Compiler {
                 }
             }
             Op::Sgd | Op::Adam => {
-                Self::arity(s, 0, "no args (it optimizes every param)")?;
-                let name = s
-                    .out
-                    .clone()
-                    .ok_or_else(|| s.error("out", "an optimizer must be bound to a name"))?;
-                if self.slots.contains_key(&name)
-                    || self.params.contains_key(&name)
-                    || self.modules.contains_key(&name)
-                {
-                    return Err(s.error(
-                        "out",
-                        format!("{name:?} already names a tensor or a module"),
-                    ));
-                }
                 let config = if op == Op::Sgd {
-                    attrs.only(&["lr", "momentum", "dampening", "weight_decay", "nesterov"])?;
-                    let momentum = attrs.float("momentum")?.filter(|&m| m != 0.0);
-                    let dampening = attrs.float("dampening")?;
-                    let nesterov = attrs.bool("nesterov")?;
-                    OptimizerConfig::Sgd {
-                        lr: attrs.required_float("lr")?,
-                        momentum: momentum.map(|m| (m, dampening, nesterov)),
-                        weight_decay: attrs.float("weight_decay")?.filter(|&w| w != 0.0),
-                    }
+                    OptimizerConfig::Sgd(attrs::Sgd::read(&r)?)
                 } else {
-                    attrs.only(&["lr", "beta1", "beta2", "eps", "weight_decay"])?;
-                    OptimizerConfig::Adam {
-                        lr: attrs.required_float("lr")?,
-                        beta1: attrs.float("beta1")?,
-                        beta2: attrs.float("beta2")?,
-                        eps: attrs.float("eps")?,
-                        weight_decay: attrs.float("weight_decay")?.filter(|&w| w != 0.0),
-                    }
+                    OptimizerConfig::Adam(attrs::Adam::read(&r)?)
                 };
-                let next = self.optimizers.len() as u32;
-                let opt = *self.optimizers.entry(name.clone()).or_insert(next);
-                defined.insert(name);
+                let opt = self.optimizer_out(s, defined)?;
                 Kind::NewOptimizer { opt, config }
             }
             Op::Backward => {
-                Self::arity(s, 1, "a tensor")?;
-                attrs.only(&["retain_graph", "accumulate"])?;
-                Self::no_out(s)?;
-                if attrs.bool("retain_graph")? == Some(true) {
-                    unsupported = Some(RETAIN_GRAPH_UNSUPPORTED.to_owned());
+                let a = attrs::Backward::read(&r)?;
+                if let Some(reason) = a.burn_unsupported() {
+                    unsupported = Some(reason.to_owned());
                 }
                 Kind::Backward {
                     a: self.tensor_arg(s, 0, defined)?,
-                    accumulate: attrs.bool("accumulate")?.unwrap_or(false),
+                    accumulate: a.accumulate,
                 }
             }
             Op::Observe => {
-                Self::arity(s, 1, "a tensor")?;
-                attrs.only(&["label", "values"])?;
-                Self::no_out(s)?;
+                let attrs = attrs::Observe::read(&r)?;
                 let a = self.tensor_arg(s, 0, defined)?;
                 let tensor = s.args[0].clone();
                 Kind::Observe {
                     a,
-                    label: attrs.string("label")?.unwrap_or_else(|| tensor.clone()),
+                    label: attrs.label.unwrap_or_else(|| tensor.clone()),
                     tensor,
-                    values: attrs.bool("values")?.unwrap_or(true),
+                    values: attrs.values,
                 }
             }
             Op::RequireGrad | Op::Freeze | Op::AddScalarInPlace => {
-                Self::arity(s, 1, "a tensor")?;
                 let value = if op == Op::AddScalarInPlace {
-                    attrs.only(&["scalar"])?;
-                    Some(attrs.required_float("scalar")?)
+                    Some(attrs::AddScalarInPlace::read(&r)?.scalar)
                 } else {
-                    attrs.only(&[])?;
                     None
                 };
                 let target = self.tensor_arg(s, 0, defined)?;
@@ -754,9 +688,7 @@ impl Compiler {
                 }
             }
             Op::Reshape => {
-                Self::arity(s, 1, "a tensor")?;
-                attrs.only(&["shape"])?;
-                let shape = attrs.int_list("shape")?;
+                let shape = attrs::Reshape::read(&r)?.shape;
                 if shape.is_empty() || shape.len() > MAX_RANK {
                     return Err(s.error(
                         "attrs.shape",
@@ -772,63 +704,36 @@ impl Compiler {
                     out: self.out(s, defined)?,
                 }
             }
-            Op::Item => {
-                Self::arity(s, 1, "a tensor")?;
-                attrs.only(&[])?;
-                Kind::Item {
-                    a: self.tensor_arg(s, 0, defined)?,
-                    out: self.out(s, defined)?,
-                }
-            }
-            Op::Grad => {
-                Self::arity(s, 1, "a tensor")?;
-                attrs.only(&[])?;
-                Kind::Grad {
-                    a: self.tensor_arg(s, 0, defined)?,
-                    out: self.out(s, defined)?,
-                }
-            }
-            _ => {
-                Self::arity(s, 1, "a tensor")?;
-                let unary = match op {
-                    Op::AddScalar | Op::MulScalar => {
-                        attrs.only(&["scalar"])?;
-                        let v = attrs.required_float("scalar")?;
-                        if op == Op::AddScalar {
-                            Unary::AddScalar(v)
-                        } else {
-                            Unary::MulScalar(v)
-                        }
-                    }
-                    Op::Powi => {
-                        attrs.only(&["exponent"])?;
-                        Unary::Powi(attrs.required_int("exponent")?)
-                    }
-                    Op::SumDim => {
-                        attrs.only(&["dim"])?;
-                        Unary::SumDim(attrs.required_int("dim")?)
-                    }
-                    other => {
-                        attrs.only(&[])?;
-                        match other {
-                            Op::Detach => Unary::Detach,
-                            Op::WithoutAutodiff => Unary::WithoutAutodiff,
-                            // Never executed: the program is unsupported.
-                            Op::RetainGrad | Op::Clone => Unary::Clone,
-                            Op::Neg => Unary::Neg,
-                            Op::Transpose => Unary::Transpose,
-                            Op::Exp => Unary::Exp,
-                            Op::Log => Unary::Log,
-                            Op::Sqrt => Unary::Sqrt,
-                            Op::Abs => Unary::Abs,
-                            Op::Tanh => Unary::Tanh,
-                            Op::Relu => Unary::Relu,
-                            Op::Sigmoid => Unary::Sigmoid,
-                            Op::Sum => Unary::Sum,
-                            Op::Mean => Unary::Mean,
-                            _ => unreachable!("every op has an arm"),
-                        }
-                    }
+            Op::Item => Kind::Item {
+                a: self.tensor_arg(s, 0, defined)?,
+                out: self.out(s, defined)?,
+            },
+            Op::Grad => Kind::Grad {
+                a: self.tensor_arg(s, 0, defined)?,
+                out: self.out(s, defined)?,
+            },
+            other => {
+                let unary = match other {
+                    Op::AddScalar => Unary::AddScalar(attrs::AddScalar::read(&r)?.scalar),
+                    Op::MulScalar => Unary::MulScalar(attrs::MulScalar::read(&r)?.scalar),
+                    Op::Powi => Unary::Powi(attrs::Powi::read(&r)?.exponent),
+                    Op::SumDim => Unary::SumDim(attrs::SumDim::read(&r)?.dim),
+                    Op::Detach => Unary::Detach,
+                    Op::WithoutAutodiff => Unary::WithoutAutodiff,
+                    // Never executed: the program is unsupported.
+                    Op::RetainGrad | Op::Clone => Unary::Clone,
+                    Op::Neg => Unary::Neg,
+                    Op::Transpose => Unary::Transpose,
+                    Op::Exp => Unary::Exp,
+                    Op::Log => Unary::Log,
+                    Op::Sqrt => Unary::Sqrt,
+                    Op::Abs => Unary::Abs,
+                    Op::Tanh => Unary::Tanh,
+                    Op::Relu => Unary::Relu,
+                    Op::Sigmoid => Unary::Sigmoid,
+                    Op::Sum => Unary::Sum,
+                    Op::Mean => Unary::Mean,
+                    _ => unreachable!("every op has an arm"),
                 };
                 Kind::Unary {
                     op: unary,
@@ -852,6 +757,53 @@ impl Compiler {
             });
         }
         Ok(Instr { stmt, kind })
+    }
+
+    fn body_of(s: &RawStmt) -> Result<&Vec<RawStmt>, IrError> {
+        s.body
+            .as_ref()
+            .ok_or_else(|| s.error("body", "a block needs a body"))
+    }
+
+    /// The optimizer a statement binds (`out`, checked present by the table).
+    fn optimizer_out(
+        &mut self,
+        s: &RawStmt,
+        defined: &mut HashSet<String>,
+    ) -> Result<u32, IrError> {
+        let name = s.out.clone().unwrap_or_default();
+        if self.slots.contains_key(&name)
+            || self.params.contains_key(&name)
+            || self.modules.contains_key(&name)
+        {
+            return Err(s.error(
+                "out",
+                format!("{name:?} already names a tensor or a module"),
+            ));
+        }
+        let next = self.optimizers.len() as u32;
+        let opt = *self.optimizers.entry(name.clone()).or_insert(next);
+        defined.insert(name);
+        Ok(opt)
+    }
+}
+
+/// `a tensor`, `two tensors`, `a module and a tensor`, `no args`: an argument list in words.
+fn describe_args(args: &[ArgKind]) -> String {
+    let word = |k: &ArgKind| match k {
+        ArgKind::Tensor => "tensor",
+        ArgKind::Module => "module",
+        ArgKind::Optimizer => "optimizer",
+    };
+    match args {
+        [] => "no args".to_owned(),
+        [a] => format!("a {}", word(a)),
+        [a, b] if a == b => format!("two {}s", word(a)),
+        _ => args
+            .iter()
+            .map(|k| format!("a {}", word(k)))
+            .collect::<Vec<_>>()
+            .join(" and "),
     }
 }
 

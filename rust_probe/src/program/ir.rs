@@ -8,11 +8,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::config::MAX_ELEMENTS;
-use crate::program::value::MAX_RANK;
-
-/// The IR version this interpreter reads.
-pub const IR_VERSION: u64 = 1;
+use crate::contract::{modules, ModuleKind, DEFAULT_RSS_EVERY, IR_VERSION, MAX_ELEMENTS, MAX_RANK};
 
 /// Bad IR: which field, and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,34 +38,39 @@ impl std::error::Error for IrError {}
 pub enum Role {
     Param,
     Input,
+    /// A module's running state (batch norm's running mean and variance).
+    Buffer,
+}
+
+/// A tensor's element type: float32, integer indices (read exactly from their
+/// float32 data), or a mask (0/1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dtype {
+    Float,
+    Int,
+    Bool,
 }
 
 #[derive(Clone, Debug)]
 pub struct RawTensor {
     pub name: String,
     pub role: Role,
+    pub dtype: Dtype,
     pub shape: Vec<usize>,
     pub data: Vec<f32>,
     pub module: Option<String>,
 }
 
-/// How a Linear weight given in torch layout (`[d_out, d_in]`) is loaded into
-/// burn's `[d_in, d_out]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// The correct port: burn's weight is the transpose.
-    Transposed,
-    /// The buffer copied as is (the port that forgets the layout).
-    Copied,
+/// A module declaration: its constructor's attributes, by kind.
+#[derive(Clone, Debug)]
+pub enum ModuleDecl {
+    Linear(modules::Linear),
 }
 
 #[derive(Clone, Debug)]
 pub struct RawModule {
     pub name: String,
-    pub d_in: usize,
-    pub d_out: usize,
-    pub bias: bool,
-    pub layout: Layout,
+    pub decl: ModuleDecl,
 }
 
 #[derive(Clone, Debug)]
@@ -168,12 +169,6 @@ fn uint(value: &Value, path: &str) -> Result<u64, IrError> {
     })
 }
 
-fn boolean(value: &Value, path: &str) -> Result<bool, IrError> {
-    value
-        .as_bool()
-        .ok_or_else(|| IrError::new(path, format!("must be a bool, got {}", kind(value))))
-}
-
 fn list<'a>(value: &'a Value, path: &str) -> Result<&'a Vec<Value>, IrError> {
     value
         .as_array()
@@ -238,7 +233,7 @@ pub fn parse(json: &str) -> Result<RawProgram, IrError> {
     )?;
     let settings = match top.get("settings") {
         None | Some(Value::Null) => RawSettings {
-            rss_every: crate::config::DEFAULT_RSS_EVERY,
+            rss_every: DEFAULT_RSS_EVERY,
             ..RawSettings::default()
         },
         Some(v) => parse_settings(v)?,
@@ -293,13 +288,34 @@ fn parse_tensor(t: TensorJson, path: &str) -> Result<RawTensor, IrError> {
     let role = match role_value.as_str() {
         Some("param") => Role::Param,
         Some("input") => Role::Input,
+        Some("buffer") => Role::Buffer,
         _ => {
             return Err(IrError::new(
                 format!("{path}.role"),
-                format!("must be \"param\" or \"input\", got {role_value}"),
+                format!("must be \"param\", \"input\" or \"buffer\", got {role_value}"),
             ))
         }
     };
+    let dtype = match t.dtype {
+        None | Some(Value::Null) => Dtype::Float,
+        Some(v) => match v.as_str() {
+            Some("float") => Dtype::Float,
+            Some("int") => Dtype::Int,
+            Some("bool") => Dtype::Bool,
+            _ => {
+                return Err(IrError::new(
+                    format!("{path}.dtype"),
+                    format!("must be \"float\", \"int\" or \"bool\", got {v}"),
+                ))
+            }
+        },
+    };
+    if dtype != Dtype::Float && role != Role::Input {
+        return Err(IrError::new(
+            format!("{path}.dtype"),
+            "int and bool tensors are inputs; params and buffers are float",
+        ));
+    }
     let shape = parse_shape(&field("shape", t.shape)?, &format!("{path}.shape"))?;
     let data_path = format!("{path}.data");
     let data = match t.data {
@@ -329,9 +345,27 @@ fn parse_tensor(t: TensorJson, path: &str) -> Result<RawTensor, IrError> {
         None | Some(Value::Null) => None,
         Some(v) => Some(parse_name(&v, &format!("{path}.module"))?),
     };
+    let exact = |bad: &dyn Fn(f32) -> bool, what: &str| -> Result<(), IrError> {
+        match data.iter().position(|&v| bad(v)) {
+            None => Ok(()),
+            Some(i) => Err(IrError::new(
+                format!("{data_path}[{i}]"),
+                format!("{} is not {what}", data[i]),
+            )),
+        }
+    };
+    match dtype {
+        Dtype::Float => {}
+        Dtype::Int => exact(
+            &|v| v.fract() != 0.0 || v.abs() >= (1u32 << 24) as f32,
+            "an integer of magnitude below 2**24",
+        )?,
+        Dtype::Bool => exact(&|v| v != 0.0 && v != 1.0, "0 or 1")?,
+    }
     Ok(RawTensor {
         name,
         role,
+        dtype,
         shape,
         data,
         module,
@@ -353,6 +387,7 @@ struct TopJson {
 struct TensorJson {
     name: Option<Value>,
     role: Option<Value>,
+    dtype: Option<Value>,
     shape: Option<Value>,
     data: Option<Data>,
     module: Option<Value>,
@@ -434,49 +469,33 @@ fn parse_module(value: &Value, path: &str) -> Result<RawModule, IrError> {
     let map = object(value, path)?;
     let name = parse_name(required(map, "name", path)?, &format!("{path}.name"))?;
     let kind_value = required(map, "kind", path)?;
-    if kind_value.as_str() != Some("linear") {
-        return Err(IrError::new(
-            format!("{path}.kind"),
-            format!("must be \"linear\", got {kind_value}"),
-        ));
-    }
-    let dim = |key: &str| -> Result<usize, IrError> {
-        let field = format!("{path}.{key}");
-        let v = uint(required(map, key, path)?, &field)?;
-        if !(1..=crate::config::MAX_DIM).contains(&v) {
+    let kind = kind_value
+        .as_str()
+        .and_then(ModuleKind::from_name)
+        .ok_or_else(|| {
+            IrError::new(
+                format!("{path}.kind"),
+                format!("must be one of {}, got {kind_value}", ModuleKind::names()),
+            )
+        })?;
+    for key in map.keys() {
+        if !["name", "kind", "attrs"].contains(&key.as_str()) {
             return Err(IrError::new(
-                field,
-                format!("must be from 1 to {}, got {v}", crate::config::MAX_DIM),
+                format!("{path}.{key}"),
+                "unknown key (a module has name, kind and attrs)",
             ));
         }
-        Ok(v as usize)
+    }
+    let empty = Map::new();
+    let attrs = match map.get("attrs") {
+        None | Some(Value::Null) => &empty,
+        Some(v) => object(v, &format!("{path}.attrs"))?,
     };
-    let d_in = dim("d_in")?;
-    let d_out = dim("d_out")?;
-    let bias = match map.get("bias") {
-        None => true,
-        Some(v) => boolean(v, &format!("{path}.bias"))?,
+    let reader = AttrReader::new(attrs, format!("{path}.attrs"), kind.name());
+    let decl = match kind {
+        ModuleKind::Linear => ModuleDecl::Linear(modules::Linear::read(&reader)?),
     };
-    let layout = match map.get("layout") {
-        None => Layout::Transposed,
-        Some(v) => match v.as_str() {
-            Some("transposed") => Layout::Transposed,
-            Some("copied") => Layout::Copied,
-            _ => {
-                return Err(IrError::new(
-                    format!("{path}.layout"),
-                    format!("must be \"transposed\" or \"copied\", got {v}"),
-                ))
-            }
-        },
-    };
-    Ok(RawModule {
-        name,
-        d_in,
-        d_out,
-        bias,
-        layout,
-    })
+    Ok(RawModule { name, decl })
 }
 
 fn parse_body(value: &Value, path: &str) -> Result<Vec<RawStmt>, IrError> {
@@ -556,7 +575,7 @@ fn parse_settings(value: &Value) -> Result<RawSettings, IrError> {
         }
     };
     let rss_every = match map.get("rss_every") {
-        None | Some(Value::Null) => crate::config::DEFAULT_RSS_EVERY,
+        None | Some(Value::Null) => DEFAULT_RSS_EVERY,
         Some(v) => uint(v, "settings.rss_every")?,
     };
     let track = match map.get("track") {
@@ -570,31 +589,51 @@ fn parse_settings(value: &Value) -> Result<RawSettings, IrError> {
     })
 }
 
-/// Typed access to a statement's `attrs`, with errors naming the attribute.
-pub struct Attrs<'a> {
-    stmt: &'a RawStmt,
+/// Typed access to attributes (a statement's `attrs`, or a module
+/// declaration's keys), with errors naming the attribute. The generated
+/// structs of `crate::contract::attrs` read through it.
+pub struct AttrReader<'a> {
+    map: &'a Map<String, Value>,
+    /// How errors name where the attributes are, e.g. `body[2] (index 2, line 5, op "sgd").attrs`.
+    path: String,
+    /// What takes them, for messages: `"sgd"`, `"Linear"`.
+    owner: &'a str,
 }
 
-impl<'a> Attrs<'a> {
-    pub fn new(stmt: &'a RawStmt) -> Self {
-        Attrs { stmt }
+impl<'a> AttrReader<'a> {
+    /// A statement's `attrs`.
+    pub fn of_stmt(stmt: &'a RawStmt) -> Self {
+        AttrReader {
+            map: &stmt.attrs,
+            path: format!("{}.attrs", stmt.describe()),
+            owner: &stmt.op,
+        }
     }
 
-    /// Fails on an attribute the op does not take (a misspelt hyperparameter
+    /// Attributes held in `map` at `path`, taken by `owner`.
+    pub fn new(map: &'a Map<String, Value>, path: impl Into<String>, owner: &'a str) -> Self {
+        AttrReader {
+            map,
+            path: path.into(),
+            owner,
+        }
+    }
+
+    /// Fails on an attribute not in `known` (a misspelt hyperparameter
     /// must not be silently ignored).
     pub fn only(&self, known: &[&str]) -> Result<(), IrError> {
-        for key in self.stmt.attrs.keys() {
+        for key in self.map.keys() {
             if !known.contains(&key.as_str()) {
                 let expected = if known.is_empty() {
                     "none".to_owned()
                 } else {
                     known.join(", ")
                 };
-                return Err(self.stmt.error(
-                    &format!("attrs.{key}"),
+                return Err(self.err(
+                    key,
                     format!(
                         "unknown attribute for {:?} (it takes: {expected})",
-                        self.stmt.op
+                        self.owner
                     ),
                 ));
             }
@@ -603,11 +642,42 @@ impl<'a> Attrs<'a> {
     }
 
     fn get(&self, key: &str) -> Option<&'a Value> {
-        self.stmt.attrs.get(key).filter(|v| !v.is_null())
+        self.map.get(key).filter(|v| !v.is_null())
     }
 
     fn err(&self, key: &str, message: String) -> IrError {
-        self.stmt.error(&format!("attrs.{key}"), message)
+        IrError::new(format!("{}.{key}", self.path), message)
+    }
+
+    /// An attribute that must be given and is not.
+    pub fn missing(&self, key: &str, kind: &str) -> IrError {
+        self.err(key, format!("missing (a {kind})"))
+    }
+
+    /// A string that is not one of the choices.
+    pub fn not_one_of(&self, key: &str, value: &str, choices: &[&str]) -> IrError {
+        self.err(
+            key,
+            format!("must be one of {}, got {value:?}", choices.join(", ")),
+        )
+    }
+
+    /// Checks a number against a range: each bound is (value, exclusive);
+    /// `text` says the range in words (`> 0`, `>= -64 and <= 64`).
+    pub fn range(
+        &self,
+        key: &str,
+        value: f64,
+        low: Option<(f64, bool)>,
+        high: Option<(f64, bool)>,
+        text: &str,
+    ) -> Result<(), IrError> {
+        let below = low.is_some_and(|(l, exclusive)| value < l || (exclusive && value == l));
+        let above = high.is_some_and(|(h, exclusive)| value > h || (exclusive && value == h));
+        if below || above {
+            return Err(self.err(key, format!("must be {text}, got {value}")));
+        }
+        Ok(())
     }
 
     pub fn float(&self, key: &str) -> Result<Option<f64>, IrError> {
@@ -620,11 +690,6 @@ impl<'a> Attrs<'a> {
         }
     }
 
-    pub fn required_float(&self, key: &str) -> Result<f64, IrError> {
-        self.float(key)?
-            .ok_or_else(|| self.err(key, "missing (a number)".into()))
-    }
-
     pub fn int(&self, key: &str) -> Result<Option<i64>, IrError> {
         match self.get(key) {
             None => Ok(None),
@@ -633,11 +698,6 @@ impl<'a> Attrs<'a> {
                 .map(Some)
                 .ok_or_else(|| self.err(key, format!("must be an integer, got {v}"))),
         }
-    }
-
-    pub fn required_int(&self, key: &str) -> Result<i64, IrError> {
-        self.int(key)?
-            .ok_or_else(|| self.err(key, "missing (an integer)".into()))
     }
 
     pub fn bool(&self, key: &str) -> Result<Option<bool>, IrError> {
@@ -650,29 +710,28 @@ impl<'a> Attrs<'a> {
         }
     }
 
-    pub fn string(&self, key: &str) -> Result<Option<String>, IrError> {
+    /// A string of 1 to 200 characters.
+    pub fn text(&self, key: &str) -> Result<Option<String>, IrError> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v
-                .as_str()
-                .map(|s| Some(s.to_owned()))
-                .ok_or_else(|| self.err(key, format!("must be a string, got {v}"))),
+            Some(v) => match v.as_str() {
+                Some(s) if !s.is_empty() && s.chars().count() <= 200 => Ok(Some(s.to_owned())),
+                Some(_) => Err(self.err(key, "must be a string of 1 to 200 characters".into())),
+                None => Err(self.err(key, format!("must be a string, got {v}"))),
+            },
         }
     }
 
-    pub fn int_list(&self, key: &str) -> Result<Vec<i64>, IrError> {
-        let v = self
-            .get(key)
-            .ok_or_else(|| self.err(key, "missing (a list of integers)".into()))?;
-        let items = v
-            .as_array()
-            .ok_or_else(|| self.err(key, format!("must be a list of integers, got {v}")))?;
-        items
+    pub fn int_list(&self, key: &str) -> Result<Option<Vec<i64>>, IrError> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let bad = || self.err(key, format!("must be a list of integers, got {v}"));
+        v.as_array()
+            .ok_or_else(bad)?
             .iter()
-            .map(|item| {
-                item.as_i64()
-                    .ok_or_else(|| self.err(key, format!("must be a list of integers, got {v}")))
-            })
-            .collect()
+            .map(|item| item.as_i64().ok_or_else(bad))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
     }
 }

@@ -24,10 +24,13 @@ use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::{Device, Gradients, Tensor, TensorData};
 
+pub use crate::contract::IR_VERSION;
+use crate::contract::{Layout, Op};
 pub use compile::Program;
 use compile::{Instr, Kind, OptimizerConfig, ParamRef, Src, Track};
-pub use ir::{IrError, IR_VERSION};
-use value::{transpose_host, Dyn, Flags, TensorValue, Value};
+pub use ir::IrError;
+use ir::Dtype;
+use value::{transpose_host, Dyn, DynBool, DynInt, Flags, TensorValue, Value};
 
 use crate::panic_capture::capture;
 use crate::rss;
@@ -148,86 +151,7 @@ impl ProgramModel {
     }
 }
 
-/// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Ok,
-    /// burn panicked (an observation, with its message and location).
-    Panic,
-    /// The interpreter refused an operation at run time (e.g. `grad` of a
-    /// tensor without gradient, a number used as a tensor).
-    Error,
-    /// An operation burn lacks.
-    Unsupported,
-    /// The checkpoint callback asked to stop (Python re-raises its exception).
-    Stopped,
-}
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Panic => "panic",
-            Outcome::Error => "error",
-            Outcome::Unsupported => "unsupported",
-            Outcome::Stopped => "stopped",
-        }
-    }
-}
-
-/// Where and why a run failed.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Failure {
-    /// The statement's `index`; `None` while the initial tensors were made.
-    pub op_index: Option<u64>,
-    pub op: Option<String>,
-    pub line: Option<u64>,
-    /// The timed loop's iteration (1-based) when it happened inside it.
-    pub iteration: Option<u64>,
-    pub message: String,
-    /// A panic's `file:line:column`.
-    pub location: Option<String>,
-}
-
-/// One executed `observe`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Observation {
-    pub label: String,
-    pub tensor: String,
-    pub op_index: u64,
-    pub iteration: Option<u64>,
-    /// Torch layout; a number (`item`) has shape `[]`.
-    pub shape: Vec<usize>,
-    pub values: Option<Vec<f32>>,
-    pub grad: Option<Vec<f32>>,
-    pub flags: Flags,
-}
-
-/// State after a checkpoint iteration of the timed loop.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct ProgramCheckpoint {
-    pub step: u64,
-    pub ms_per_step: f64,
-    pub rss_bytes: Option<u64>,
-    pub rss_delta_mib: Option<f64>,
-    /// The `track` tensor's `is_tracked()`, `None` without one (or before it is bound).
-    pub tracked: Option<bool>,
-    pub flags: Option<Flags>,
-}
-
-/// Everything one run returned (`docs/program-ir.md` section 4).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct ProgramResult {
-    pub outcome: Outcome,
-    pub failure: Option<Failure>,
-    pub observations: Vec<Observation>,
-    pub step_ms: Vec<f64>,
-    pub checkpoints: Vec<ProgramCheckpoint>,
-    /// `(iteration, rss_delta_mib)` every `rss_every` iterations.
-    pub rss_samples: Vec<(u64, f64)>,
-    pub setup_ms: f64,
-}
+pub use crate::record::{Failure, Observation, Outcome, ProgramCheckpoint, ProgramResult};
 
 /// Gradients held between `backward` and `step` / `zero_grad`.
 enum Held {
@@ -310,46 +234,35 @@ fn backward(t: &Dyn) -> Gradients {
 
 fn build_optimizer(config: &OptimizerConfig) -> ModuleOptimizer {
     match config {
-        OptimizerConfig::Sgd {
-            momentum,
-            weight_decay,
-            ..
-        } => {
+        OptimizerConfig::Sgd(a) => {
             let mut c = SgdConfig::new();
-            if let Some((m, dampening, nesterov)) = momentum {
-                let mut mc = MomentumConfig::new().with_momentum(*m);
-                if let Some(d) = dampening {
-                    mc = mc.with_dampening(*d);
-                }
-                if let Some(n) = nesterov {
-                    mc = mc.with_nesterov(*n);
-                }
-                c = c.with_momentum(Some(mc));
+            // Plain SGD unless a momentum is given (0 is torch's plain SGD too).
+            if a.momentum != 0.0 {
+                c = c.with_momentum(Some(
+                    MomentumConfig::new()
+                        .with_momentum(a.momentum)
+                        .with_dampening(a.dampening)
+                        .with_nesterov(a.nesterov),
+                ));
             }
-            if let Some(w) = weight_decay {
-                c = c.with_weight_decay(Some(WeightDecayConfig::new(*w as f32)));
+            if a.weight_decay != 0.0 {
+                c = c.with_weight_decay(Some(WeightDecayConfig::new(a.weight_decay as f32)));
             }
             c.init()
         }
-        OptimizerConfig::Adam {
-            beta1,
-            beta2,
-            eps,
-            weight_decay,
-            ..
-        } => {
+        OptimizerConfig::Adam(a) => {
             let mut c = AdamConfig::new();
-            if let Some(b) = beta1 {
-                c = c.with_beta_1(*b as f32);
+            if let Some(b) = a.beta1 {
+                c = c.with_beta_1(b as f32);
             }
-            if let Some(b) = beta2 {
-                c = c.with_beta_2(*b as f32);
+            if let Some(b) = a.beta2 {
+                c = c.with_beta_2(b as f32);
             }
-            if let Some(e) = eps {
-                c = c.with_epsilon(*e as f32);
+            if let Some(e) = a.eps {
+                c = c.with_epsilon(e as f32);
             }
-            if let Some(w) = weight_decay {
-                c = c.with_weight_decay(Some(WeightDecayConfig::new(*w as f32)));
+            if let Some(w) = a.weight_decay.filter(|&w| w != 0.0) {
+                c = c.with_weight_decay(Some(WeightDecayConfig::new(w as f32)));
             }
             c.init()
         }
@@ -393,12 +306,12 @@ impl<'a> Machine<'a> {
         for lin in &p.linears {
             // burn keeps the weight as [d_in, d_out]; the IR has torch's [d_out, d_in].
             let data = match lin.layout {
-                ir::Layout::Transposed => transpose_host(&lin.weight, lin.d_out, lin.d_in),
-                ir::Layout::Copied => lin.weight.clone(),
+                Layout::Transposed => transpose_host(&lin.weight, lin.d_out, lin.d_in),
+                Layout::Copied => lin.weight.clone(),
             };
             let weight =
                 Tensor::<2>::from_data(TensorData::new(data, [lin.d_in, lin.d_out]), &device);
-            let bias = lin.bias.as_ref().map(|b| {
+            let bias = lin.bias_data.as_ref().map(|b| {
                 Param::from_tensor(Tensor::<1>::from_data(
                     TensorData::new(b.clone(), [lin.d_out]),
                     &device,
@@ -423,8 +336,16 @@ impl<'a> Machine<'a> {
         }
         self.state.model = model;
         for input in &p.inputs {
-            let t = Dyn::from_data(input.data.clone(), &input.shape, &device);
-            self.state.slots[input.slot as usize] = Some(Value::Tensor(TensorValue::plain(t)));
+            let value = match input.dtype {
+                Dtype::Float => Value::Tensor(TensorValue::plain(Dyn::from_data(
+                    input.data.clone(),
+                    &input.shape,
+                    &device,
+                ))),
+                Dtype::Int => Value::Int(DynInt::from_data(&input.data, &input.shape, &device)),
+                Dtype::Bool => Value::Bool(DynBool::from_data(&input.data, &input.shape, &device)),
+            };
+            self.state.slots[input.slot as usize] = Some(value);
         }
         self.setup_ms = started.elapsed().as_secs_f64() * 1e3;
     }
@@ -452,13 +373,14 @@ impl<'a> Machine<'a> {
     fn tensor(&mut self, src: Src) -> Result<TensorValue, Stop> {
         match self.read(src)? {
             Value::Tensor(t) => Ok(t),
-            Value::Number(_) => {
+            other => {
                 let name = match src {
                     Src::Slot { slot, .. } => self.slot_name(slot).to_owned(),
                     Src::Param(_) => "?".to_owned(),
                 };
                 Err(error(format!(
-                    "{name:?} is a number (the result of item), not a tensor"
+                    "{name:?} is {}, not a float tensor",
+                    other.kind()
                 )))
             }
         }
@@ -660,6 +582,19 @@ impl<'a> Machine<'a> {
                 }
                 self.observations.push(obs);
             }
+            Value::Int(_) | Value::Bool(_) => {
+                // Indices and masks: read at once (they hold no graph and no gradient).
+                let (shape, read) = match &value {
+                    Value::Int(t) => (t.dims(), t.values()),
+                    Value::Bool(t) => (t.dims(), t.values()),
+                    _ => unreachable!("matched above"),
+                };
+                obs.shape = shape;
+                if values && (!in_timed || self.last_now) {
+                    obs.values = Some(read.map_err(error)?);
+                }
+                self.observations.push(obs);
+            }
             Value::Tensor(t) => {
                 obs.shape = t.torch_shape();
                 let want_values = values && (!in_timed || self.last_now);
@@ -747,7 +682,7 @@ impl<'a> Machine<'a> {
                         .zip(self.rss_start)
                         .map(|(now, start)| mib(now as i128 - start as i128)),
                     tracked: flags.map(|f| f.tracked),
-                    flags,
+                    flags: flags.map(|f| f.raw),
                 };
                 let flow = (self.on_checkpoint)(&checkpoint);
                 self.checkpoints.push(checkpoint);
@@ -853,8 +788,8 @@ pub fn run_json(
 
 /// The operation names with their status in burn 0.22.1.
 pub fn op_table() -> Vec<(&'static str, bool)> {
-    ops::OPS
+    Op::ALL
         .iter()
-        .map(|spec| (spec.name, spec.unsupported.is_none()))
+        .map(|op| (op.name(), op.burn_unsupported().is_none()))
         .collect()
 }

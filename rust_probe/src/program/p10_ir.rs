@@ -162,8 +162,8 @@ pub fn p10_program(config: &P10Config) -> String {
             {"name": "x", "role": "input", "shape": [config.batch, config.d_in], "data": x},
         ],
         "modules": [
-            {"name": "lin", "kind": "linear", "d_in": config.d_in, "d_out": config.d_out,
-             "bias": true, "layout": "transposed"}
+            {"name": "lin", "kind": "linear",
+             "attrs": {"d_in": config.d_in, "d_out": config.d_out, "bias": true, "layout": "transposed"}}
         ],
         "body": top.stmts,
         "settings": {

@@ -1,11 +1,11 @@
-//! The interpreter's dynamic values: a burn tensor of rank 1 to 4 with the
-//! *transposed* layout flag of `docs/program-ir.md` section 3, or a number
-//! (what `item` returns).
+//! The interpreter's dynamic values: a burn float tensor of rank 1 to 4 with
+//! the *transposed* layout flag of `docs/program-ir.md` section 3, an integer
+//! or bool tensor (class indices, masks), or a number (what `item` returns).
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 /// The largest rank the interpreter handles (burn's ranks are type parameters).
-pub const MAX_RANK: usize = 4;
+pub use crate::contract::MAX_RANK;
 
 /// A float tensor whose rank is known at run time only.
 #[derive(Clone, Debug)]
@@ -41,6 +41,84 @@ macro_rules! with_dyn {
 }
 
 pub(crate) use {map_dyn, with_dyn};
+
+/// An integer tensor (indices) whose rank is known at run time only.
+#[derive(Clone, Debug)]
+pub enum DynInt {
+    R1(Tensor<1, Int>),
+    R2(Tensor<2, Int>),
+    R3(Tensor<3, Int>),
+    R4(Tensor<4, Int>),
+}
+
+/// A bool tensor (a mask) whose rank is known at run time only.
+#[derive(Clone, Debug)]
+pub enum DynBool {
+    R1(Tensor<1, Bool>),
+    R2(Tensor<2, Bool>),
+    R3(Tensor<3, Bool>),
+    R4(Tensor<4, Bool>),
+}
+
+/// Evaluates a rank-generic expression on an integer or bool tensor (`DynInt` / `DynBool`).
+macro_rules! with_rank {
+    ($kind:ident, $value:expr, $t:ident => $body:expr) => {
+        match $value {
+            $crate::program::value::$kind::R1($t) => $body,
+            $crate::program::value::$kind::R2($t) => $body,
+            $crate::program::value::$kind::R3($t) => $body,
+            $crate::program::value::$kind::R4($t) => $body,
+        }
+    };
+}
+
+pub(crate) use with_rank;
+
+impl DynInt {
+    pub fn from_data(values: &[f32], shape: &[usize], device: &Device) -> DynInt {
+        let data = TensorData::new(values.iter().map(|&v| v as i64).collect::<Vec<_>>(), shape.to_vec());
+        match shape.len() {
+            1 => DynInt::R1(Tensor::from_data(data, device)),
+            2 => DynInt::R2(Tensor::from_data(data, device)),
+            3 => DynInt::R3(Tensor::from_data(data, device)),
+            4 => DynInt::R4(Tensor::from_data(data, device)),
+            rank => unreachable!("rank {rank} was rejected when the IR was read"),
+        }
+    }
+
+    pub fn dims(&self) -> Vec<usize> {
+        with_rank!(DynInt, self, t => t.dims().to_vec())
+    }
+
+    pub fn values(&self) -> Result<Vec<f32>, String> {
+        with_rank!(DynInt, self, t => t.try_to_vec_as::<i64>())
+            .map(|v| v.into_iter().map(|x| x as f32).collect())
+            .map_err(|err| format!("reading the tensor's values failed: {err:?}"))
+    }
+}
+
+impl DynBool {
+    pub fn from_data(values: &[f32], shape: &[usize], device: &Device) -> DynBool {
+        let data = TensorData::new(values.iter().map(|&v| v != 0.0).collect::<Vec<_>>(), shape.to_vec());
+        match shape.len() {
+            1 => DynBool::R1(Tensor::from_data(data, device)),
+            2 => DynBool::R2(Tensor::from_data(data, device)),
+            3 => DynBool::R3(Tensor::from_data(data, device)),
+            4 => DynBool::R4(Tensor::from_data(data, device)),
+            rank => unreachable!("rank {rank} was rejected when the IR was read"),
+        }
+    }
+
+    pub fn dims(&self) -> Vec<usize> {
+        with_rank!(DynBool, self, t => t.dims().to_vec())
+    }
+
+    pub fn values(&self) -> Result<Vec<f32>, String> {
+        with_rank!(DynBool, self, t => t.try_to_vec_as::<bool>())
+            .map(|v| v.into_iter().map(|x| if x { 1.0 } else { 0.0 }).collect())
+            .map_err(|err| format!("reading the tensor's values failed: {err:?}"))
+    }
+}
 
 impl Dyn {
     /// A tensor of `shape` (rank 1 to 4, checked by the caller) from row-major data.
@@ -78,33 +156,7 @@ impl Dyn {
     }
 }
 
-/// burn's own flags of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct RawFlags {
-    pub is_tracked: bool,
-    pub is_require_grad: bool,
-    pub is_autodiff: bool,
-}
-
-/// The flags an observation or checkpoint records (contract section 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Flags {
-    /// burn `is_tracked()`.
-    pub tracked: bool,
-    /// burn `is_require_grad()`.
-    pub requires_grad: bool,
-    pub raw: RawFlags,
-}
-
-impl From<RawFlags> for Flags {
-    fn from(raw: RawFlags) -> Self {
-        Flags {
-            tracked: raw.is_tracked,
-            requires_grad: raw.is_require_grad,
-            raw,
-        }
-    }
-}
+pub use crate::record::{Flags, RawFlags};
 
 /// A tensor value of the interpreter.
 ///
@@ -167,20 +219,36 @@ impl TensorValue {
 #[derive(Clone, Debug)]
 pub enum Value {
     Tensor(TensorValue),
+    /// An integer tensor (class indices, rows); never tracked.
+    Int(DynInt),
+    /// A bool tensor (a mask); never tracked.
+    Bool(DynBool),
     /// The result of `item`: burn's `into_scalar()` is a plain Rust number.
     Number(f64),
 }
 
 impl Value {
     pub fn flags(&self) -> Flags {
+        let untracked = |is_autodiff| RawFlags {
+            is_tracked: false,
+            is_require_grad: false,
+            is_autodiff,
+        };
         match self {
             Value::Tensor(t) => t.flags(),
-            Value::Number(_) => RawFlags {
-                is_tracked: false,
-                is_require_grad: false,
-                is_autodiff: false,
-            }
-            .into(),
+            Value::Int(t) => untracked(with_rank!(DynInt, t, t => t.is_autodiff())).into(),
+            Value::Bool(t) => untracked(with_rank!(DynBool, t, t => t.is_autodiff())).into(),
+            Value::Number(_) => untracked(false).into(),
+        }
+    }
+
+    /// What kind of value it is, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Tensor(_) => "a float tensor",
+            Value::Int(_) => "an int tensor",
+            Value::Bool(_) => "a bool tensor",
+            Value::Number(_) => "a number (the result of item)",
         }
     }
 }

@@ -1,190 +1,25 @@
-"""The one table of program operations.
-
-Every part of the program machinery reads this table: the parser (which names
-exist, their arity, argument kinds and attributes), the IR validation, the
-torch interpreter and renderer (the torch spelling), the docs (the Markdown
-table of `docs/program-ir.md` section 3 and `cases/README.md`) and, later, the
-fuzz generator (categories, gradients, input domains, which frameworks support
-an op).
-
-Attribute names are the keys of a statement's `attrs` in the IR. An attribute
-whose default is `REQUIRED` must be given; one whose default is `OMITTED` may
-be left out, and is then absent from `attrs` (each framework uses its own
-default, as `adam` does); any other default is filled in by the parser and by
-IR validation, so the interpreters always see every such attribute.
-"""
+"""The language's first operations: the autodiff controls, elementwise math, `matmul`, sums,
+`Linear`, SGD and Adam, observation and the blocks (`repeat`, `no_grad`)."""
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass
-from typing import Final, Literal
+from collections.abc import Mapping
+from typing import Final
 
-Category = Literal["graph", "math", "autodiff", "module", "optimizer", "block", "observe"]
-ArgKind = Literal["tensor", "module", "optimizer"]
-AttrType = Literal["float", "int", "bool", "str", "int_list"]
-# "tensor": gives a tensor (may be bound to a name or dropped); "none": a statement only;
-# "optimizer": must be bound to a name; "block": a block statement with a body.
-Result = Literal["tensor", "none", "optimizer", "block"]
-# What values a tensor argument should hold for the op to be well defined (the fuzzer reads it).
-Domain = Literal["any", "positive", "nonzero"]
-Framework = Literal["torch", "burn"]
-
-FRAMEWORKS: Final[tuple[Framework, ...]] = ("torch", "burn")
-
-AttrValue = float | int | bool | str | list[int]
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(value)
-
-
-class _Marker:
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return self._name
-
-
-REQUIRED: Final = _Marker("REQUIRED")
-"""The attribute must be given."""
-OMITTED: Final = _Marker("OMITTED")
-"""The attribute may be left out; it is then absent and each framework uses its own default."""
-ARG_NAME: Final = _Marker("ARG_NAME")
-"""The default is the name of the op's first argument (`observe`'s label)."""
-
-Default = AttrValue | _Marker
-
-
-@dataclass(frozen=True)
-class AttrSpec:
-    name: str
-    type: AttrType
-    default: Default = REQUIRED
-    positional: bool = False
-    """May be given positionally in the source, after the op's arguments (in table order)."""
-    choices: tuple[str, ...] = ()
-    minimum: float | None = None
-    minimum_exclusive: bool = False
-    maximum: float | None = None
-    maximum_exclusive: bool = False
-    doc: str = ""
-
-    def describe_range(self) -> str:
-        parts = []
-        if self.minimum is not None:
-            parts.append(f"{'>' if self.minimum_exclusive else '>='} {_number(self.minimum)}")
-        if self.maximum is not None:
-            parts.append(f"{'<' if self.maximum_exclusive else '<='} {_number(self.maximum)}")
-        return " and ".join(parts)
-
-    def check(self, value: AttrValue) -> AttrValue:
-        """The value normalized to the attribute's type (an int for a float attribute becomes a
-        float); `ValueError` with a message that says what is valid."""
-        if self.type == "bool":
-            if not isinstance(value, bool):
-                raise ValueError(f"`{self.name}` must be True or False, not {value!r}")
-            return value
-        if self.type == "str":
-            if not isinstance(value, str):
-                raise ValueError(f"`{self.name}` must be a string, not {value!r}")
-            if self.choices and value not in self.choices:
-                valid = ", ".join(repr(c) for c in self.choices)
-                raise ValueError(f"`{self.name}` must be one of {valid}, not {value!r}")
-            if not value or len(value) > 200:
-                raise ValueError(f"`{self.name}` must be a string of 1 to 200 characters")
-            return value
-        if self.type == "int_list":
-            if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-                raise ValueError(f"`{self.name}` must be a list of integers, not {value!r}")
-            return list(value)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            kind = "an integer" if self.type == "int" else "a number"
-            raise ValueError(f"`{self.name}` must be {kind}, not {value!r}")
-        number: int | float
-        if self.type == "int":
-            if not isinstance(value, int):
-                raise ValueError(f"`{self.name}` must be an integer, not {value!r}")
-            number = value
-        else:
-            number = float(value)
-            if not math.isfinite(number):
-                raise ValueError(f"`{self.name}` must be a finite number, not {value!r}")
-        low, high = self.minimum, self.maximum
-        if (low is not None and (number < low or (self.minimum_exclusive and number == low))) or (
-            high is not None and (number > high or (self.maximum_exclusive and number == high))
-        ):
-            raise ValueError(f"`{self.name}` must be {self.describe_range()}, not {value!r}")
-        return number
-
-
-@dataclass(frozen=True)
-class OpSpec:
-    name: str
-    category: Category
-    args: tuple[ArgKind, ...]
-    result: Result
-    source: str
-    """The source column of the contract table (shared by the ops of one row)."""
-    torch: str
-    """The torch column of the contract table."""
-    burn: str
-    """The burn 0.22.1 column of the contract table."""
-    summary: str
-    attrs: tuple[AttrSpec, ...] = ()
-    frameworks: frozenset[Framework] = frozenset(FRAMEWORKS)
-    differentiable: bool = False
-    """The result carries a gradient back to the tensor arguments."""
-    domain: tuple[Domain, ...] = ()
-    """Per tensor argument: the values for which the op is defined (empty: any)."""
-    kinks: tuple[float, ...] = ()
-    """Input values at which the op is not differentiable (finite differences avoid them)."""
-    inplace: bool = False
-    """Changes its first argument (torch: in place; burn: the name is rebound)."""
-    infix: str | None = None
-    """The source operator (`+`, `@`, unary `-`, `**`...), when the op is written infix."""
-    torch_code: str | None = None
-    """The renderer's template: `{a0}`, `{a1}` are the arguments, `{attr}` / `{attr!r}` the
-    attributes; None when the renderer writes the op itself (blocks, optimizers, observe)."""
-    row: str = ""
-    """The contract table row the op is listed in (the first op of the row); empty: its own."""
-
-    @property
-    def attr_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.attrs)
-
-    def attr(self, name: str) -> AttrSpec | None:
-        for a in self.attrs:
-            if a.name == name:
-                return a
-        return None
-
-    @property
-    def positional_attrs(self) -> tuple[AttrSpec, ...]:
-        return tuple(a for a in self.attrs if a.positional)
-
-    def supports(self, framework: Framework) -> bool:
-        return framework in self.frameworks
-
-    def signature(self) -> str:
-        """The call form, e.g. `sum_dim(T, dim)` or `backward(T, retain_graph=False, ...)`."""
-        names = {"tensor": "T", "module": "M", "optimizer": "opt"}
-        parts = [names[k] for k in self.args]
-        for a in self.attrs:
-            if a.positional:
-                parts.append(a.name)
-            elif a.default is REQUIRED:
-                parts.append(f"{a.name}=")
-            elif a.default is OMITTED:
-                parts.append(f"{a.name}=?")
-            elif a.default is ARG_NAME:
-                parts.append(f"{a.name}=<name>")
-            else:
-                parts.append(f"{a.name}={a.default!r}")
-        return f"{self.name}({', '.join(parts)})"
-
+from .. import limits
+from .spec import (
+    ARG_NAME,
+    FRAMEWORKS,
+    OMITTED,
+    ArgKind,
+    AttrSpec,
+    AttrValue,
+    Domain,
+    ModuleSpec,
+    OpSpec,
+    ParamSpec,
+    int_attr,
+)
 
 _T: Final[tuple[ArgKind, ...]] = ("tensor",)
 _TT: Final[tuple[ArgKind, ...]] = ("tensor", "tensor")
@@ -261,7 +96,7 @@ def _reduction(name: str) -> OpSpec:
     )
 
 
-_SPECS: Final[tuple[OpSpec, ...]] = (
+SPECS: Final[tuple[OpSpec, ...]] = (
     OpSpec(
         "detach",
         "graph",
@@ -283,6 +118,7 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "`t.without_autodiff()`: the same type `Tensor<D>` (not a separate inner-backend type), `is_autodiff()` false; combined with an autodiff tensor it is a constant (burn-tensor `src/tensor/api/autodiff.rs`)",
         "the values as a tensor without autodiff",
         frameworks=frozenset({"burn"}),
+        unsupported_reason="torch has no without_autodiff(): detach() already gives a constant",
     ),
     OpSpec(
         "require_grad",
@@ -307,6 +143,11 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "keeps the gradient of a non-leaf tensor",
         torch_code="{a0}.retain_grad()",
         frameworks=frozenset({"torch"}),
+        unsupported_reason=(
+            "burn 0.22.1 cannot keep the gradient of a non-leaf tensor: Tensor::grad returns None unless the "
+            "tensor requires grad, and require_grad() panics on a non-leaf (\"Can't convert a non leaf tensor "
+            'into a tracked tensor")'
+        ),
     ),
     OpSpec(
         "clone",
@@ -473,6 +314,7 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "`lin.forward(x)` (weight `[d_in, d_out]`, see below)",
         "applies a Linear module: x @ weight^T + bias",
         differentiable=True,
+        module="linear",
         torch_code="{a0}({a1})",
     ),
     OpSpec(
@@ -485,7 +327,17 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "`let grads = l.backward()`. `retain_graph=True`: unsupported. The newest gradients replace the previous ones; with `accumulate=True` the params' gradients are summed with `GradientsAccumulator` (other tensors: the newest only) until `zero_grad`/`step`. A second backward through a consumed graph panics (`Cannot run backward: graph tape has already been consumed at NodeId(..)`); backward of an untracked tensor panics (`Tensor::backward requires a tracked autodiff tensor; ...`); a non-scalar `L` is accepted (seeded with ones; torch raises)",
         "backpropagates from a scalar",
         attrs=(
-            AttrSpec("retain_graph", "bool", False, doc="torch: keep the graph for another backward"),
+            AttrSpec(
+                "retain_graph",
+                "bool",
+                False,
+                doc="torch: keep the graph for another backward",
+                burn_unsupported=(
+                    True,
+                    "burn 0.22.1 backward() has no retain_graph: it consumes the recorded steps "
+                    "(burn-tensor src/tensor/api/autodiff.rs, Tensor::backward)",
+                ),
+            ),
             AttrSpec("accumulate", "bool", False, doc="burn: sum the gradients of successive backwards"),
         ),
     ),
@@ -605,90 +457,44 @@ _SPECS: Final[tuple[OpSpec, ...]] = (
         "unsupported (burn has no no_grad scope; use `without_autodiff`)",
         "runs its body without recording a graph",
         frameworks=frozenset({"torch"}),
+        unsupported_reason=(
+            "burn 0.22.1 has no no_grad scope (operations on tracked tensors are always recorded); "
+            "a port uses without_autodiff() or detach() on the tensors"
+        ),
     ),
 )
 
-OPS: Final[dict[str, OpSpec]] = {spec.name: spec for spec in _SPECS}
-"""Every operation by name, in table order."""
 
-BLOCK_OPS: Final[frozenset[str]] = frozenset(n for n, s in OPS.items() if s.result == "block")
-DECLARATIONS: Final[tuple[str, ...]] = ("param", "input", "Linear")
-"""The source's declaration calls (not operations)."""
-INITS: Final[tuple[str, ...]] = ("normal", "uniform", "positive", "ones", "zeros", "arange")
-"""The `init=` choices of `param(...)` / `input(...)`."""
-RESERVED_NAMES: Final[frozenset[str]] = frozenset(OPS) | frozenset(DECLARATIONS) | {"range", "torch"}
-"""Names a program cannot bind (besides Python keywords and names starting with `_`)."""
+def _linear_fan_in(attrs: Mapping[str, AttrValue]) -> int:
+    return int_attr(attrs, "d_in")
 
 
-def supported_ops(framework: Framework) -> tuple[str, ...]:
-    return tuple(name for name, spec in OPS.items() if spec.supports(framework))
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def markdown_table(*, detailed: bool = False) -> str:
-    """The operations as a Markdown table: the contract's columns (op, source, torch, burn), one row per
-    contract row; `detailed=True` adds the IR attributes, gradient and input domain of each op."""
-    header = ["op", "source", "torch", "burn 0.22.1"]
-    if detailed:
-        header += ["attrs", "gradient", "domain"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows: dict[str, list[OpSpec]] = {}
-    for spec in OPS.values():
-        rows.setdefault(spec.row or spec.name, []).append(spec)
-    for specs in rows.values():
-        first = specs[0]
-        cells = [" ".join(f"`{s.name}`" for s in specs), first.source, first.torch, first.burn]
-        if detailed:
-            attrs = "; ".join(
-                f"`{s.name}`: " + ", ".join(f"`{a.name}` ({a.type})" for a in s.attrs) for s in specs if s.attrs
-            )
-            grads = ", ".join(sorted({"yes" if s.differentiable else "no" for s in specs}))
-            domains = "; ".join(
-                f"`{s.name}`: " + ", ".join(s.domain) for s in specs if any(d != "any" for d in s.domain)
-            )
-            cells += [attrs, grads, domains]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-_TYPE_NAMES: Final[dict[AttrType, str]] = {
-    "float": "number",
-    "int": "integer",
-    "bool": "boolean",
-    "str": "string",
-    "int_list": "integer list",
-}
-
-
-def attrs_table() -> str:
-    """The IR `attrs` of every op that has any, as a Markdown table."""
-    lines = ["| op | attr | type | default | meaning |", "|---|---|---|---|---|"]
-    for spec in OPS.values():
-        for a in spec.attrs:
-            if a.default is REQUIRED:
-                default = "required"
-            elif a.default is OMITTED:
-                default = "omitted: the framework's default"
-            elif a.default is ARG_NAME:
-                default = "the tensor's name"
-            else:
-                default = f"`{json.dumps(a.default)}`"
-            meaning = a.doc
-            constraint = a.describe_range()
-            if a.choices:
-                constraint = "one of " + ", ".join(a.choices)
-            if constraint:
-                meaning = f"{meaning} ({constraint})" if meaning else constraint
-            kind = _TYPE_NAMES[a.type]
-            if a.positional:
-                kind += ", positional"
-            lines.append(f"| `{spec.name}` | `{a.name}` | {kind} | {default} | {_cell(meaning)} |")
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    print(markdown_table())
-    print(attrs_table())
+MODULES: Final[tuple[ModuleSpec, ...]] = (
+    ModuleSpec(
+        "linear",
+        "Linear",
+        "`torch.nn.Linear(d_in, d_out, bias=...)`: weight `[d_out, d_in]`",
+        "`LinearConfig::new(d_in, d_out).with_bias(..).init(&device)`: weight `[d_in, d_out]`",
+        attrs=(
+            AttrSpec("d_in", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="input features"),
+            AttrSpec("d_out", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="output features"),
+            AttrSpec("bias", "bool", True, doc="with a bias"),
+            AttrSpec(
+                "layout",
+                "str",
+                "transposed",
+                choices=("transposed", "copied"),
+                enum="Layout",
+                doc="how burn loads torch's [d_out, d_in] weight: transposed (the correct port) or copied as is",
+                sides=frozenset({"burn"}),
+            ),
+        ),
+        params=(
+            ParamSpec("weight", "[d_out, d_in]", lambda a: [int_attr(a, "d_out"), int_attr(a, "d_in")], "fan_in"),
+            ParamSpec("bias", "[d_out]", lambda a: [int_attr(a, "d_out")], "fan_in", when="bias"),
+        ),
+        call="linear",
+        torch_class="torch.nn.Linear",
+        fan_in=_linear_fan_in,
+    ),
+)
