@@ -50,8 +50,9 @@ from . import cases as case_files
 from . import compare, metrics, noise
 from .argtypes import noise_controls, path, positive_int
 from .engine import request_for
+from .errors import ExitCode
 from .execute import execute
-from .fmt import fmt
+from .fmt import value_text
 from .model.case import Case, RunRef
 from .terminal import table
 
@@ -143,8 +144,8 @@ class Recorder:
         load = "-" if sample.load_before is None else f"{sample.load_before:.1f}"
         print(
             f"  [{sample.experiment} s{sample.session} r{sample.repeat}] {sample.run} x{sample.factor:g} "
-            f"({sample.controls}): ref {fmt(sample.reference_median_ms, '.3f')} ms, last "
-            f"{fmt(sample.last_median_ms, '.3f')} ms, load {load}",
+            f"({sample.controls}): ref {value_text(sample.reference_median_ms, '.3f')} ms, last "
+            f"{value_text(sample.last_median_ms, '.3f')} ms, load {load}",
             file=sys.stderr,
             flush=True,
         )
@@ -209,7 +210,8 @@ def base_step_us(case: Case, runs: list[str], controls: list[noise.Controls], re
                 if sample.reference_median_ms is not None:
                     values.append(sample.reference_median_ms)
             if not values:
-                raise SystemExit(f"calibrate: {run} did not reach its windows; nothing to calibrate")
+                print(f"calibrate: {run} did not reach its windows; nothing to calibrate", file=sys.stderr)
+                raise SystemExit(ExitCode.INFRASTRUCTURE)
             out[f"{run}|{c}"] = round(statistics.median(values) * 1000)
     return out
 
@@ -501,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
             collect_rule(case, runs, factors, args.sessions, args.repeat, not args.no_before, recorder)
         samples = recorder.samples
     print(noisetable(samples) if args.experiment == "noise" else rule_report(samples))
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

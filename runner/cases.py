@@ -16,9 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import BadInput
+from .escape import quote
 from .frameworks import ADAPTERS
 from .inputs import MAX_CASE_BYTES, check_path_argument, read_text
-from .model.base import describe_errors, quote
+from .model.base import describe_errors
 from .model.case import Case, P10Case, ProgramCase, default_checkpoints
 from .paths import CASES_DIR
 from .program import data as program_data

@@ -19,7 +19,7 @@ from . import cases as case_files
 from . import outputs
 from .argtypes import Parser, add_measurement_options, path, positive_int, timeout_seconds
 from .engine import check
-from .errors import Interrupted, RunnerError
+from .errors import ExitCode, Interrupted, RunnerError
 from .escape import terminal
 from .frameworks import FRAMEWORKS
 from .fuzz import command as fuzz_command
@@ -97,7 +97,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     show(summary(doc))
     if args.json:
         show(f"results written to {terminal(args.json)}")
-    return 0 if doc.summary.failed == 0 else 1
+    return ExitCode.OK if doc.summary.failed == 0 else ExitCode.FAILED
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:

@@ -27,7 +27,7 @@ from .model.case import Case, RunSpec, claims_timing
 from .model.results import Conditions, RawRun, ResultsDocument, RunRecord, Skipped, Verdict
 from .verdicts import pair_verdicts, run_verdicts
 
-RunKey = tuple[str, str]  # (case name, "framework/mode")
+SpecKey = tuple[str, str]  # (case name, "framework/mode"): a run spec of a case (`RunSpec.key`)
 Executor = Callable[[RunRequest, Callable[[dict[str, Any]], None]], RawRun]
 
 
@@ -76,7 +76,7 @@ class Planned:
     timed: bool
 
     @property
-    def key(self) -> RunKey:
+    def key(self) -> SpecKey:
         return (self.case.name, self.spec.key)
 
 
@@ -121,8 +121,8 @@ def run_all(
     repeat: int = 1,
     jobs: int | None = None,
     controls: noise.Controls = noise.Controls(),
-    into: dict[RunKey, RunRecord] | None = None,
-) -> dict[RunKey, RunRecord]:
+    into: dict[SpecKey, RunRecord] | None = None,
+) -> dict[SpecKey, RunRecord]:
     """Execute every run of every case; records keyed by (case name, "framework/mode").
 
     Runs that only show semantics go first, `jobs` at a time (default: one per
@@ -143,7 +143,7 @@ def run_all(
     total = len(semantic) + len(timed) * repeat
     lock = threading.Lock()
     counter = iter(range(1, total + 1))
-    outputs: dict[RunKey, list[RawRun]] = {}
+    outputs: dict[SpecKey, list[RawRun]] = {}
 
     def one(p: Planned, run_controls: noise.Controls, round_: int) -> RawRun:
         case, spec = p.case, p.spec
@@ -175,7 +175,7 @@ def run_all(
             reporter.run_finished(p.case, record)
         return record
 
-    records: dict[RunKey, RunRecord] = into if into is not None else {}
+    records: dict[SpecKey, RunRecord] = into if into is not None else {}
     side_by_side = noise.Controls(malloc=controls.malloc, pin=False)
     workers = max(1, jobs or default_jobs())
     if workers == 1 or len(semantic) < 2:
@@ -204,7 +204,7 @@ def run_all(
     return records
 
 
-def judge(cases: list[Case], records: dict[RunKey, RunRecord]) -> tuple[list[RunRecord], list[Verdict], list[Skipped]]:
+def judge(cases: list[Case], records: dict[SpecKey, RunRecord]) -> tuple[list[RunRecord], list[Verdict], list[Skipped]]:
     """Runs (in case order), expectation verdicts, and expectations not applicable
     to the burn version that ran (`burn_versions` in the case file)."""
     runs: list[RunRecord] = []
@@ -241,7 +241,7 @@ def check(
     started = results.now()
     machine = results.machine_state()
     measurement = results.Measurement(start=machine, controls=str(controls), repeat=repeat)
-    records: dict[RunKey, RunRecord] = {}
+    records: dict[SpecKey, RunRecord] = {}
     try:
         run_all(cases, reporter, execute_run, env, repeat, jobs, controls, into=records)
     except KeyboardInterrupt as err:
@@ -255,7 +255,7 @@ def check(
 
 def judged_document(
     cases: list[Case],
-    records: dict[RunKey, RunRecord],
+    records: dict[SpecKey, RunRecord],
     started: dt.datetime,
     measurement: results.Measurement | None = None,
     partial_reason: str | None = None,
@@ -269,7 +269,7 @@ def judged_document(
 
 def partial_document(
     cases: list[Case],
-    records: dict[RunKey, RunRecord],
+    records: dict[SpecKey, RunRecord],
     started: dt.datetime,
     stop: Interrupted,
     measurement: results.Measurement | None = None,

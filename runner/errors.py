@@ -15,19 +15,34 @@ signal's number. What completed before it travels with it (`partial`).
 from __future__ import annotations
 
 import signal
+from enum import IntEnum
 from typing import Any
 
 
+class ExitCode(IntEnum):
+    """What every command's exit status means (the README's table)."""
+
+    OK = 0  # every expectation holds, nothing changed, no new divergence
+    FAILED = 1  # an expectation does not hold, something changed, new divergences were found
+    BAD_INPUT = 2  # a case file, a results file or an argument the runner refuses
+    INFRASTRUCTURE = 3  # a framework or the probe missing, a build broken, a write that failed
+
+    @staticmethod
+    def of_signal(signum: int) -> int:
+        """The status of a command that signal `signum` stopped: 128 + its number, as a shell says it."""
+        return 128 + signum
+
+
 class RunnerError(Exception):
-    exit_code = 1
+    exit_code: int = ExitCode.FAILED
 
 
 class BadInput(RunnerError):
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class Infrastructure(RunnerError):
-    exit_code = 3
+    exit_code = ExitCode.INFRASTRUCTURE
 
 
 class Interrupted(KeyboardInterrupt):
@@ -44,7 +59,7 @@ class Interrupted(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        return 128 + self.signum
+        return ExitCode.of_signal(self.signum)
 
     @property
     def name(self) -> str:

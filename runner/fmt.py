@@ -16,7 +16,7 @@ def flag(value: Any) -> str:
     return "None" if value is None else str(value)
 
 
-def fmt(value: Any, spec: str = ".3g") -> str:
+def value_text(value: Any, spec: str = ".3g") -> str:
     """A value for a table cell: `-` for none, numbers by `spec`."""
     if value is None:
         return "-"
@@ -27,8 +27,12 @@ def fmt(value: Any, spec: str = ".3g") -> str:
     if isinstance(value, dt.datetime):
         return value.isoformat()
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {fmt(v, spec)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {value_text(v, spec)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+# The name it had: runner/progress.py still says `fmt` (it is being rewritten elsewhere); drop this then.
+fmt = value_text
 
 
 def short(text: str, limit: int = 160) -> str:
@@ -73,8 +77,8 @@ def observed_text(verdict: Verdict, spec: str = ".3g") -> str:
     """What a verdict observed; for a pair, each run's value by its name."""
     observed = verdict.observed
     if verdict.b is not None and isinstance(observed, dict):
-        return f"{verdict.a} {fmt(observed.get('a'), spec)}, {verdict.b} {fmt(observed.get('b'), spec)}"
-    return fmt(observed, spec)
+        return f"{verdict.a} {value_text(observed.get('a'), spec)}, {verdict.b} {value_text(observed.get('b'), spec)}"
+    return value_text(observed, spec)
 
 
 def repeated(metrics: Metrics, name: str, spec: str = ".3g") -> str:
@@ -83,7 +87,7 @@ def repeated(metrics: Metrics, name: str, spec: str = ".3g") -> str:
     value = getattr(metrics, name)
     spread = metrics.spread.get(name)
     if value is None or spread is None or metrics.repeats < 2:
-        return fmt(value, spec)
+        return value_text(value, spec)
     return f"{format(value, spec)} ({format(spread.min, spec)}-{format(spread.max, spec)})"
 
 
@@ -109,7 +113,7 @@ def measurement_text(p: Provenance) -> str:
     parts = []
     if p.load_start is not None or p.load_end is not None:
         parts.append(
-            f"1-minute load average {fmt(p.load_start, '.2f')} at the start, {fmt(p.load_end, '.2f')} at the end"
+            f"1-minute load average {value_text(p.load_start, '.2f')} at the start, {value_text(p.load_end, '.2f')} at the end"
         )
     if p.cores is not None:
         parts.append(f"{p.cores} cores")

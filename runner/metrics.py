@@ -26,7 +26,7 @@ from scipy import stats
 
 from .cost import step_mflop
 from .model.case import Case, P10Case, ProgramCase
-from .model.results import Metrics, RawRun, Repeat, RunRecord, Slope, Spread
+from .model.results import Metrics, PropertyValue, RawRun, Repeat, RunRecord, Slope, Spread
 
 # Theil-Sen is quadratic in the points; beyond this many, an even subsample.
 MAX_SLOPE_POINTS = 2000
@@ -149,7 +149,7 @@ def measured(record: RawRun, case: Case, repeats: list[RawRun] | None = None) ->
     return RunRecord(**dict(record), metrics=metrics, repeats=each)
 
 
-def properties(run: RunRecord, case: Case) -> dict[str, Any]:
+def properties(run: RunRecord, case: Case) -> dict[str, PropertyValue]:
     """The categorical properties pairs compare; None where not observable."""
     ratio, growth = run.metrics.slowdown_ratio, run.metrics.rss_growth_mib_per_1000
     return {

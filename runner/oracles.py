@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import JsonValue
 
@@ -207,9 +206,9 @@ def agreement(prop: str, a: RunRecord, b: RunRecord, case: Case) -> Agreement:
     return Agreement(same, {"a": va, "b": vb})
 
 
-def observed_flags(run: RunRecord) -> dict[str, dict[str, Any]]:
+def observed_flags(run: RunRecord) -> dict[str, dict[str, bool]]:
     """Each label's flags at its last observation."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, bool]] = {}
     for o in run.observations:
         out[o.label] = {"tracked": o.flags.tracked, "requires_grad": o.flags.requires_grad}
     return out

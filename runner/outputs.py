@@ -23,8 +23,8 @@ from pathlib import Path
 
 from .atomic import not_regular, write_text, write_together
 from .errors import BadInput, Infrastructure
+from .escape import quote
 from .inputs import check_path_argument
-from .model.base import quote
 from .paths import cache_dir
 
 

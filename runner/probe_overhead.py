@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .errors import ExitCode
 from .execute import RunRequest, execute
 from .frameworks import adapter_for
 from .metrics import relative_spread
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{mode:15} {n:10.3f} {p:10.3f} {p / n:14.3f} {relative_spread(nat_ok):14.1%} {relative_spread(py_ok):14.1%}"
         )
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

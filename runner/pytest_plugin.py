@@ -110,15 +110,17 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         results = self.case_file.results()
-        verdicts = [e for e in results.expectations if e.subject == self.subject]
+        verdicts = [verdict for verdict in results.expectations if verdict.subject == self.subject]
         if not verdicts:
             skipped = [s for s in results.not_applicable if s.subject == self.subject]
             if skipped:
                 pytest.skip(f"limited to burn {skipped[0].burn_versions}, ran burn {skipped[0].burn}")
             raise CaseFailure(f"no expectation was evaluated for {self.subject}")
-        failed = [e for e in verdicts if not e.passed]
+        failed = [verdict for verdict in verdicts if not verdict.passed]
         if failed:
-            lines = [f"{e.check}: expected {e.expected!r}, observed {e.observed!r}" for e in failed]
+            lines = [
+                f"{verdict.check}: expected {verdict.expected!r}, observed {verdict.observed!r}" for verdict in failed
+            ]
             run = next((r for r in results.runs if str(r.ref) == self.subject), None)
             if run is not None:
                 lines.append(f"outcome {run.outcome}; panic {run.panic}; error {run.error}; crash {run.crash}")

@@ -22,9 +22,10 @@ from pydantic import ValidationError
 from . import noise, outputs
 from .cost import cpu_peak
 from .errors import BadInput, Interrupted, RunnerError
+from .escape import quote
 from .inputs import MAX_RESULTS_BYTES, parse_json, read_text
 from .model import migrate
-from .model.base import describe_errors, quote
+from .model.base import describe_errors
 from .model.case import Case, ProgramCase
 from .model.results import (
     BUNDLE_KEY,
@@ -43,7 +44,6 @@ from .model.results import (
 )
 from .paths import PROJECT_ROOT
 from .procinfo import cpu_model
-from .program import render_rust, render_torch
 from .signals import say
 
 SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)
@@ -59,12 +59,13 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _probe_info() -> dict[str, Any]:
+def _probe_info() -> dict[str, str]:
+    """The installed probe's build (`_probe.build_info()`: burn, rustc, profile); empty without a probe."""
     if importlib.util.find_spec("runner._probe") is None:
         return {}
     from . import _probe
 
-    return dict(_probe.build_info())
+    return {key: str(value) for key, value in _probe.build_info().items()}
 
 
 def _distribution_version(name: str) -> str | None:
@@ -136,11 +137,8 @@ def case_info(case: Case) -> CaseInfo:
     if isinstance(case, ProgramCase):
         for variant, source in case.program.sources().items():
             program = case.programs.get(variant)
-            programs[variant] = ProgramInfo(
-                source=source.strip("\n"),
-                torch_code=render_torch.sketch(program) if program is not None else None,
-                burn_code=render_rust.sketch(program) if program is not None else None,
-            )
+            settings = program.settings.model_dump() if program is not None else {}
+            programs[variant] = ProgramInfo(source=source.strip("\n"), **settings)
     return CaseInfo(
         name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs, programs=programs
     )

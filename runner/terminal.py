@@ -1,15 +1,28 @@
-"""What `check` prints on stdout when it is done: a table of runs and a
-verdict per expectation. Every cell and line is shown through
-`escape.terminal`: a case's name or text cannot drive the terminal or start a
-line of its own (a forged PASS, a cleared FAIL)."""
+"""What `check` prints on stdout when it is done: the cases that document a
+difference by kind of harm (in the report's order and counts, `runner.harm`)
+and those where both frameworks agree, a table of runs and a verdict per
+expectation. Every cell and line is shown through `escape.terminal`: a case's
+name or text cannot drive the terminal or start a line of its own (a forged
+PASS, a cleared FAIL)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .escape import terminal
-from .fmt import flag, fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short, slope_text
-from .model.results import ResultsDocument
+from .fmt import (
+    flag,
+    gflops_text,
+    measurement_text,
+    observed_text,
+    outcome_text,
+    repeated,
+    short,
+    slope_text,
+    value_text,
+)
+from .harm import case_standing, headline
+from .model.results import CaseInfo, ResultsDocument
 
 
 def table(rows: list[list[str]]) -> str:
@@ -32,24 +45,44 @@ def show(value: Any) -> str:
     return str(value)
 
 
-def catalogue(doc: ResultsDocument, width: int = 60) -> str:
-    """One row per case that says what it is about: PyTorch's behaviour, burn's, and the verdict."""
-    rows = [["case", "PyTorch", f"burn {doc.provenance.burn or '?'}", "verdict"]]
-    for info in doc.cases:
-        if info.about is None:
-            continue
-        verdicts = [e for e in doc.expectations if e.case == info.name]
-        held = sum(e.passed for e in verdicts)
-        verdict = f"{held}/{len(verdicts)} hold" if verdicts else "not run"
-        rows.append([info.name, short(info.about.torch, width), short(info.about.burn, width), verdict])
-    return table(rows) if len(rows) > 1 else ""
+def _row(doc: ResultsDocument, info: CaseInfo, kind: str, width: int) -> list[str]:
+    assert info.about is not None
+    verdicts = [v for v in doc.expectations if v.case == info.name]
+    held = sum(v.passed for v in verdicts)
+    verdict = f"{held}/{len(verdicts)} hold" if verdicts else "not run"
+    if info.about.awaits_judgement:
+        torch, burn = "awaits a judgement (found by the fuzzer)", short(info.about.title, width)
+    else:
+        torch, burn = short(info.about.torch, width), short(info.about.burn, width)
+    return [info.name, kind, torch, burn, verdict]
+
+
+def catalogue(doc: ResultsDocument, width: int = 60) -> list[str]:
+    """The cases that say what they are about ([about]), as the report orders them: the
+    differences by harm (kind, PyTorch's behaviour, burn's, the verdicts), then the agreements."""
+    documented = [(info, case_standing(info)) for info in doc.cases if info.about is not None]
+    if not documented:
+        return []
+    documented.sort(key=lambda item: item[1].order(item[0].name))
+    header = ["case", "kind", "PyTorch", f"burn {doc.provenance.burn or '?'}", "verdict"]
+    differ = [_row(doc, info, where.harm.word, width) for info, where in documented if where.harm is not None]
+    agree = [_row(doc, info, "same", width) for info, where in documented if where.harm is None]
+    harms = [where.harm for _, where in documented if where.harm is not None]
+    out = [
+        f"What differs: {headline(harms, len(agree))} (each case's [about]; verdicts of its expectations and pairs):"
+    ]
+    if differ:
+        out.append(table([header, *differ]))
+    if agree:
+        out += ["", "Where both frameworks agree:", table([header, *agree])]
+    return out
 
 
 def summary(doc: ResultsDocument) -> str:
     out: list[str] = []
     listed = catalogue(doc)
     if listed:
-        out += ["What differs (each case's [about]; verdicts of its expectations and pairs):", listed, ""]
+        out += [*listed, ""]
     rows = [
         [
             "case",
@@ -79,7 +112,7 @@ def summary(doc: ResultsDocument) -> str:
                 repeated(m, "slowdown_ratio", ".2f"),
                 gflops_text(m, peak),
                 slope_text(m),
-                fmt(m.rss_growth_mib_per_1000, ".2f"),
+                value_text(m.rss_growth_mib_per_1000, ".2f"),
                 flag(m.tracked),
             ]
         )
@@ -90,11 +123,14 @@ def summary(doc: ResultsDocument) -> str:
     out.append("")
 
     out.append("Expectations:")
-    for e in doc.expectations:
-        mark = "PASS" if e.passed else "FAIL"
-        observed = observed_text(e) if e.b is not None else show(e.observed)
+    for verdict in doc.expectations:
+        mark = "PASS" if verdict.passed else "FAIL"
+        observed = observed_text(verdict) if verdict.b is not None else show(verdict.observed)
         out.append(
-            terminal(f"  {mark}  {e.case} {e.subject} {e.check}: expected {show(e.expected)}, observed {observed}")
+            terminal(
+                f"  {mark}  {verdict.case} {verdict.subject} {verdict.check}: "
+                f"expected {show(verdict.expected)}, observed {observed}"
+            )
         )
     for skipped in doc.not_applicable:
         out.append(

@@ -71,17 +71,20 @@ def run_verdicts(case: Case, spec: RunSpec, record: RunRecord) -> tuple[list[Ver
         op = failure.op if failure else None
         add("failure_op", expect.failure_op, op, op == expect.failure_op)
     if expect.message is not None:
-        said = [
-            t
-            for t in (
+        messages = [
+            text
+            for text in (
                 failure.message if failure else None,
                 panic.message if panic else None,
                 record.error.message if record.error else None,
             )
-            if t
+            if text
         ]
         add(
-            "message", f"contains {expect.message!r}", said[0] if said else None, any(expect.message in t for t in said)
+            "message",
+            f"contains {expect.message!r}",
+            messages[0] if messages else None,
+            any(expect.message in text for text in messages),
         )
     if expect.flags:
         seen = observed_flags(record)

@@ -12,7 +12,7 @@ import re
 
 import semver
 
-from .model.base import quote
+from .escape import quote
 
 _CLAUSE = re.compile(r"\s*(>=|<=|>|<|=|==)?\s*(\S+)\s*")
 REQUIREMENT_HINT = 'write clauses like ">=0.22.0, <0.23.0" (operators >=, <=, >, <, =; full MAJOR.MINOR.PATCH versions)'

@@ -120,6 +120,15 @@ def test_a_failed_expectation_exits_1(tmp_path):
     assert "FAIL  wrong burn/detach tracked: expected false, observed true" in out.stdout
 
 
+def test_the_exit_codes_are_one_enum():
+    """The contract of every command (README): the numbers, and the errors that end with them."""
+    from runner.errors import BadInput, ExitCode, Infrastructure, Interrupted, RunnerError
+
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3]
+    assert (RunnerError.exit_code, BadInput.exit_code, Infrastructure.exit_code) == (1, 2, 3)
+    assert ExitCode.of_signal(15) == 143 and Interrupted(2).exit_code == 130
+
+
 @pytest.mark.parametrize(
     "args",
     [

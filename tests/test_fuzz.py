@@ -22,7 +22,8 @@ from runner.fuzz.command import summary
 from runner.fuzz.generate import GENERATED, ops_of, programs
 from runner.fuzz.judge import Divergence, compare, growth
 from runner.fuzz.pool import WorkerPool
-from runner.fuzz.record import write
+from runner.fuzz.record import RunSummary, write
+from runner.model.fuzz import FuzzDocument
 from runner.model.results import RawRun, from_data
 from runner.program import data, syntax
 
@@ -92,34 +93,34 @@ def test_a_value_beyond_the_tolerance_is_a_divergence_and_float32_noise_is_not()
 
 def test_nonfinite_values_are_filtered():
     a = run("torch", [{"label": "y", "values": [math.nan, 1.0]}])
-    verdict = compare(a, run("burn", [{"label": "y", "values": [0.0, 1.0]}]), None)
-    assert verdict.divergences == [] and verdict.filtered == {"nonfinite": 1}
+    findings = compare(a, run("burn", [{"label": "y", "values": [0.0, 1.0]}]), None)
+    assert findings.divergences == [] and findings.filtered == {"nonfinite": 1}
 
 
 def test_accumulation_order_is_filtered_when_both_sides_are_close_to_float64():
     ref = run("torch", [{"label": "s", "values": [1000.0, 0.00123]}])
     a = run("torch", [{"label": "s", "values": [1000.0, 0.00125]}])
     b = run("burn", [{"label": "s", "values": [1000.0, 0.00121]}])  # 3% apart on a tiny element of a big tensor
-    verdict = compare(a, b, ref)
-    assert verdict.divergences == [] and verdict.filtered.get("accumulation") == 1
+    findings = compare(a, b, ref)
+    assert findings.divergences == [] and findings.filtered.get("accumulation") == 1
     far = run("burn", [{"label": "s", "values": [1000.0, 0.9]}])
     assert [d.cls for d in compare(a, far, ref).divergences] == ["values"]
 
 
 def test_overflow_is_filtered():
     ref = run("torch", [{"label": "y", "values": [1e35]}])
-    verdict = compare(
+    findings = compare(
         run("torch", [{"label": "y", "values": [3e38]}]), run("burn", [{"label": "y", "values": [2e38]}]), ref
     )
-    assert verdict.divergences == [] and verdict.filtered == {"overflow": 1}
+    assert findings.divergences == [] and findings.filtered == {"overflow": 1}
 
 
 def test_a_tiny_gradient_amplified_by_the_optimizer_is_filtered():
     before = {"label": "p", "values": [1.0], "grad": [1e-9]}
     a = run("torch", [before, {"label": "p after step", "values": [0.99]}])
     b = run("burn", [{**before, "grad": [0.0]}, {"label": "p after step", "values": [1.0]}])
-    verdict = compare(a, b, None)
-    assert verdict.divergences == [] and verdict.filtered == {"amplified": 1}
+    findings = compare(a, b, None)
+    assert findings.divergences == [] and findings.filtered == {"amplified": 1}
 
 
 def test_growth_needs_growth_on_one_side_and_flatness_on_the_other():
@@ -172,7 +173,7 @@ def test_an_error_and_a_panic_at_different_statements_stay_new():
         detail = {"torch_outcome": "error", "burn_outcome": "panic", "torch_at": torch_at, "burn_at": burn_at}
         return Divergence("status", None, detail)
 
-    program = {"tensors": [], "body": []}
+    program = syntax.parse("p = param(1)\nobserve(p)", where="t")
     assert known.match(status([6, 2], [6, 2]), program) == "refusal-is-a-panic"
     assert known.match(status([6, 2], [6, 1]), program) is None  # burn refuses an iteration earlier
     assert known.match(status([6, 1], [4, 1]), program) is None
@@ -311,11 +312,15 @@ def test_a_planted_bug_is_found_shrunk_and_written_with_a_reproducer(tmp_path):
     f = planted[0]
     statements = [op for op in ops_of(f.program) if op != "observe"]
     assert len(statements) <= 6, syntax.unparse(f.program)
-    runs = {"torch": {"outcome": "ok", "failure": None}, "burn": {"outcome": "ok", "failure": None}}
+    runs = {"torch": RunSummary("ok"), "burn": RunSummary("ok")}
     paths = write(f, tmp_path / "found", 3, runs)
-    case = cases.load_case(Path(paths["case"]))
+    case = cases.load_case(Path(paths.case))
     assert case.pairs and case.pairs[0].differ
-    assert Path(paths["torch"]).is_file()
+    assert Path(paths.torch).is_file()
+    # Its [about] says in words what differs and awaits a person's judgement.
+    assert case.about is not None and case.about.awaits_judgement
+    assert case.about.title.startswith("The values of") and "PyTorch" in case.about.title
+    assert "{" not in case.about.torch and case.about.torch.startswith("PyTorch ran the program: ok;")
 
 
 # ---- a short, seeded campaign against the real frameworks ----------------------------------------
@@ -328,9 +333,10 @@ def test_a_short_seeded_campaign_runs_and_reports(pool, tmp_path):
     assert stats.programs >= 150 and stats.crashes == 0 and stats.timeouts == 0
     known_seen = {k for k in stats.divergences if k.startswith("known:")}
     assert known_seen, "a seeded run meets some documented differences"
-    doc = summary(stats, campaign, [], 5, 120)
-    assert doc["programs"] == stats.programs and doc["coverage"]["ops"]["exp"] > 0
-    json.dumps(doc)
+    doc = summary(stats, campaign, [], 5, 120, "installed probe")
+    assert doc.programs == stats.programs and doc.coverage.ops["exp"] > 0
+    # what the fuzzer writes is what the report reads back
+    assert FuzzDocument.model_validate(json.loads(doc.dump_json())) == doc
     # the same seed gives the same programs: the counts of what was seen agree on a second run
     again = Campaign(pool, seed=5)
     again.run(budget_s=3600, max_programs=150)

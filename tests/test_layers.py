@@ -1,92 +1,105 @@
-"""The data flow of the tree: cases -> runs -> results -> metrics -> verdicts ->
-report / upgrade -> CLI. No module imports one above it."""
+"""The data flow of the tree: case file -> runs -> results -> metrics/oracles
+-> verdicts -> report / upgrade / fuzz -> CLI. No module imports one above it
+(imports under TYPE_CHECKING count), the products do not import each other,
+and no two sibling modules or packages import each other, directly or in a
+ring. The contracts are in pyproject.toml ([tool.importlinter]); import-linter
+checks them."""
 
 from __future__ import annotations
 
-import ast
+import shutil
+import subprocess
+import sys
+import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
 
-RUNNER = Path(__file__).resolve().parent.parent / "runner"
+pytest.importorskip("importlinter", reason="import-linter is a test extra: pip install -e .[test]")
 
-# Lower numbers are lower in the flow; a module may import its own layer and below.
-LAYERS = {
-    0: [
-        "contract",
-        "escape",
-        "statusline",
-        "errors",
-        "paths",
-        "versions",
-        "inputs",
-        "signals",
-        "atomic",
-        "limits",
-        "outputs",
-        "procinfo",
-        "argtypes",
-        "frameworks",
-        "model",
-        "fmt",
-        "_probe",
-        "program",
-        "noise",
-        "cost",
-    ],
-    1: ["cases"],
-    2: ["workers", "execute", "worker", "adapters"],
-    3: ["results"],
-    4: ["metrics", "compare", "oracles"],
-    5: ["verdicts"],
-    6: ["engine", "progress"],
-    7: ["report", "upgrade", "probe_overhead", "calibrate", "terminal", "pytest_plugin", "fuzz"],
-    8: ["cli", "__main__"],
-}
-RANK = {name: rank for rank, names in LAYERS.items() for name in names}
+ROOT = Path(__file__).resolve().parent.parent
+LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))"
 
 
-def _top(module: Path) -> str:
-    parts = module.relative_to(RUNNER).with_suffix("").parts
-    return parts[0]
+def lint(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` on the `runner` package found in `root`, with `root`'s pyproject.toml."""
+    return subprocess.run(
+        [sys.executable, "-c", LINT],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-def _imports(path: Path) -> set[str]:
-    """The runner modules (their top-level names under runner/) that `path` imports."""
-    tree = ast.parse(path.read_text())
-    package = path.relative_to(RUNNER).parent.parts
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                if node.module and node.module.startswith("runner."):
-                    found.add(node.module.split(".")[1])
-                elif node.module == "runner":
-                    found.update(alias.name for alias in node.names)
-                continue
-            base = list(package[: len(package) - (node.level - 1)]) if node.level > 1 else list(package)
-            target = base + (node.module.split(".") if node.module else [])
-            if target:
-                found.add(target[0])
-            else:
-                found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("runner."))
+def contracts() -> list[dict[str, object]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    found: list[dict[str, object]] = config["tool"]["importlinter"]["contracts"]
     return found
 
 
-MODULES = sorted(p for p in RUNNER.rglob("*.py"))
+def test_the_contracts_hold():
+    result = lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Contracts: {len(contracts())} kept, 0 broken." in result.stdout
 
 
-def test_every_module_has_a_layer():
-    missing = sorted({_top(p) for p in MODULES} - set(RANK) - {"__init__"})
-    assert not missing, f"add these to LAYERS: {missing}"
+def test_the_contracts_say_what_the_layers_are():
+    by_type = {c["type"]: c for c in contracts()}
+    assert set(by_type) >= {"layers", "acyclic_siblings", "forbidden"}
+    top = next(c for c in contracts() if c.get("containers") == ["runner"])
+    layers = top["layers"]
+    assert isinstance(layers, list)
+    # the CLI on top; the products independent of each other, side by side below it
+    assert layers[1] == "cli"
+    products = {name.strip() for name in layers[2].split("|")}
+    assert {"report", "upgrade", "fuzz"} <= products
+    assert top["exhaustive"] is True  # a new module must be given its layer
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(RUNNER)))
-def test_no_module_imports_one_above_it(path: Path):
-    own = _top(path)
-    if own == "__init__":
-        return
-    above = {name: RANK[name] for name in _imports(path) if name in RANK and RANK[name] > RANK[own]}
-    assert not above, f"{path.relative_to(RUNNER)} (layer {RANK[own]}) imports {above}"
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the package and its contracts, to break on purpose."""
+    root = tmp_path_factory.mktemp("tree")
+    shutil.copytree(ROOT / "runner", root / "runner", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def _broken(copy: Path, module: str, line: str) -> str:
+    path = copy / "runner" / module
+    original = path.read_text()
+    try:
+        path.write_text(original + "\n" + textwrap.dedent(line))
+        result = lint(copy)
+    finally:
+        path.write_text(original)
+    assert result.returncode != 0, f"{module}: `{line.strip()}` went unnoticed"
+    return result.stdout
+
+
+def test_an_import_from_a_product_into_another_is_caught(copy: Path):
+    out = _broken(copy, "fuzz/command.py", "from ..upgrade import classify  # noqa\n")
+    assert "runner.fuzz is not allowed to import runner.upgrade" in out
+
+
+def test_an_upward_import_hidden_under_type_checking_is_caught(copy: Path):
+    line = """
+    from typing import TYPE_CHECKING
+    if TYPE_CHECKING:
+        from .engine import check  # noqa
+    """
+    out = _broken(copy, "results.py", line)
+    assert "runner.results is not allowed to import runner.engine" in out
+
+
+def test_a_cycle_inside_a_package_is_caught(copy: Path):
+    out = _broken(copy, "report/machines.py", "from . import differences  # noqa\n")
+    assert "No cycles are allowed in runner.report" in out or "not allowed to import" in out
+
+
+def test_results_do_not_render_code(copy: Path):
+    out = _broken(copy, "results.py", "from .program import render_rust  # noqa\n")
+    assert "runner.results is not allowed to import runner.program.render_rust" in out

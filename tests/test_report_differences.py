@@ -206,8 +206,8 @@ def test_a_program_case_card_shows_value_errors_flags_and_where_burn_stopped(pro
     assert '<td class="prop">flags of out</td><td>tracked true, requires_grad false</td><td>tracked false' in cards
     assert "burn/no_grad stopped (op 2 no_grad, line 1): burn has no no_grad scope" in cards
     # the program itself, as PyTorch and as burn code, side by side
-    assert "<figcaption>PyTorch</figcaption><pre><code>lin = torch.nn.Linear(4, 3)" in cards
-    assert "<figcaption>burn</figcaption><pre><code>let lin = LinearConfig::new(4, 3).init(&amp;device);" in cards
+    assert "<figcaption>PyTorch</figcaption><pre><code>lin = torch.nn.Linear(4, 3, bias=True)" in cards
+    assert "lin: LinearConfig::new(4, 3).with_bias(true).init(&amp;device)" in cards
     assert "values of out shape [2, 3], first [0.5, -1.25, 2] vs shape [2, 3], first [0.25, -1, 1.75] ✓" in md
 
 
@@ -240,3 +240,22 @@ def test_text_from_a_results_file_stays_text(tmp_path):
     assert "<code>&lt;img src=x onerror=alert(2)&gt;</code>" in html
     md = (tmp_path / "out" / "report.md").read_text()
     assert "<script" not in md and "<img" not in md and "<iframe" not in md
+
+
+def test_the_report_renders_the_code_of_the_case_that_ran():
+    """The results carry a program's source and settings, not its rendered code: the report
+    renders it and gets what the loaded case renders (the settings decide what the loop keeps)."""
+    from runner.cases import load_selected
+    from runner.model.case import ProgramCase
+    from runner.program import render_rust, render_torch
+    from runner.report.code import program_code
+    from runner.results import case_info
+
+    for case in load_selected(["p10_program", "metrics_item_loop"]):
+        assert isinstance(case, ProgramCase)
+        info = json.loads(case_info(case).model_dump_json())  # as a results file carries it
+        assert not {"torch_code", "burn_code"} & {k for p in info["programs"].values() for k in p}
+        for variant, program in case.programs.items():
+            code = program_code(case_info(case).programs[variant])
+            assert code.torch == render_torch.sketch(program) and code.burn == render_rust.sketch(program)
+            assert code.burn is not None and "let device" in code.burn

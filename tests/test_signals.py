@@ -144,7 +144,8 @@ UPGRADE_DRIVER = textwrap.dedent(
     import sys
     from runner import cli
     from runner.model.upgrade import Build
-    from runner.upgrade import build, command, sources
+    from runner import burn_sources as sources
+    from runner.upgrade import command
 
     # Stand-ins for the registry and the probe builds: the runs are fake workers anyway.
     sources.resolve = lambda source: source

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from runner import cases
+from runner import burn_sources as sources
+from runner import cases, probe_build
 from runner.errors import BadInput
 from runner.metrics import measured
 from runner.model.results import RawRun, from_data
+from runner.model.upgrade import Classified, UpgradeClass
 from runner.paths import target_dir
-from runner.upgrade import build as probe_build
-from runner.upgrade import sources
 from runner.upgrade.classify import classify
 from runner.versions import parse as parse_version
 
@@ -325,3 +325,25 @@ def test_only_claimed_properties_are_compared_with_torch():
     tracked = rec(FLAT, True)
     result = classify([CASE], burn_side(), burn_side(**{"target-without": tracked}), torch_side(), {})
     assert classes_of(result)["burn/target-without"] == "new difference"
+
+
+def test_the_classes_carry_their_order_and_their_spelling():
+    """The order a run's class is chosen in (the first that applies), and the words upgrade.json
+    has always used for them: a file written before the enum still reads."""
+    assert [c.value for c in UpgradeClass] == [
+        "build-break",
+        "fixed",
+        "new difference",
+        "outcome changed",
+        "performance changed",
+        "same",
+    ]
+    assert UpgradeClass.by_findings() == [
+        UpgradeClass.FIXED,
+        UpgradeClass.NEW_DIFFERENCE,
+        UpgradeClass.OUTCOME_CHANGED,
+        UpgradeClass.PERFORMANCE_CHANGED,
+    ]
+    row = Classified.model_validate_json('{"case": "c", "run": "burn/x", "klass": "new difference"}')
+    assert row.klass is UpgradeClass.NEW_DIFFERENCE and f"{row.klass}" == "new difference"
+    assert json.loads(row.model_dump_json())["klass"] == "new difference"

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 
+from ..model.fuzz import Coverage
 from ..program import data as program_data
 from ..program.ir import ParsedProgram, walk
 from . import known
@@ -52,6 +53,16 @@ class Found:
     # The smallest failing program did not fail again when replayed: the divergence comes and goes
     # (a nondeterministic framework, a worker that changes state). Kept: that is an observation too.
     flaky: bool = False
+
+
+@dataclass
+class _Hunt:
+    """One round's state while hypothesis shrinks: the class being shrunk, the programs run for
+    it, and the last failure seen (kept if the replay of the smallest one passes)."""
+
+    cls: str | None = None
+    evaluations: int = 0
+    last: _NewDivergence | None = None
 
 
 class _NewDivergence(Exception):
@@ -114,8 +125,8 @@ class Campaign:
         reference_result = self.pool.run_pair(program, ("torch",), "float64")["torch"]
         reference = record_of(reference_result, "torch")
         torch_run, burn_run = record_of(runs["torch"], "torch"), record_of(runs["burn"], "burn")
-        verdict = compare(torch_run, burn_run, reference)
-        divergences = verdict.divergences
+        findings = compare(torch_run, burn_run, reference)
+        divergences = findings.divergences
         grew = growth(torch_run, burn_run)
         if grew is not None:
             confirm = self.pool.run_pair(program)  # timing: a second run must show it too
@@ -146,14 +157,14 @@ class Campaign:
                 self.stats.filtered["chaotic"] += len(divergences) - len(kept)
             divergences = kept
         for d in divergences:
-            d.known = known.match(d, program)
+            d.known = known.match(d, parsed)
         if count:
             s = self.stats
             s.programs += 1
             ops = [op for op in ops_of(parsed) if op != "observe"]
             s.ops.update(ops)
             s.pairs.update(itertools.pairwise(ops))
-            s.filtered.update(verdict.filtered)
+            s.filtered.update(findings.filtered)
             s.gradcheck[checked] += 1
             s.outcomes[f"{torch_run.outcome}/{burn_run.outcome}"] += 1
             for d in divergences:
@@ -165,7 +176,7 @@ class Campaign:
     def hunt(self, round_seed: int, deadline: float) -> Found | None:
         """One round: generate until a new divergence (then shrink it), the round's
         examples run out, or the deadline passes."""
-        target: dict[str, Any] = {"cls": None, "evaluations": 0, "last": None}
+        target = _Hunt()
 
         @hypothesis_seed(round_seed)
         @settings(
@@ -181,34 +192,33 @@ class Campaign:
         )
         @given(programs(self.max_ops))
         def probe(parsed: ParsedProgram) -> None:
-            shrinking = target["cls"] is not None
+            shrinking = target.cls is not None
             if not shrinking and (time.monotonic() > deadline or self.stats.programs >= self.max_programs):
                 return
             if shrinking:
-                target["evaluations"] += 1
+                target.evaluations += 1
             for d in self.evaluate(parsed, count=not shrinking):
                 if d.known is not None:
                     continue
                 sig = signature(d, parsed)
                 if sig in self.excluded:
                     continue
-                if target["cls"] in (None, d.cls):
-                    target["cls"] = d.cls
-                    err = _NewDivergence(d, parsed, sig)
-                    target["last"] = err
-                    raise err
+                if target.cls in (None, d.cls):
+                    target.cls = d.cls
+                    target.last = _NewDivergence(d, parsed, sig)
+                    raise target.last
 
         try:
             probe()
         except _NewDivergence as err:
-            return Found(err.divergence, err.program, err.signature, target["evaluations"])
+            return Found(err.divergence, err.program, err.signature, target.evaluations)
         except Flaky:
             # hypothesis replays the smallest failing program and it passed this time: keep the
             # last failure seen rather than lose the round (or the campaign)
-            last: _NewDivergence | None = target["last"]
+            last = target.last
             if last is None:
                 raise
-            return Found(last.divergence, last.program, last.signature, target["evaluations"], flaky=True)
+            return Found(last.divergence, last.program, last.signature, target.evaluations, flaky=True)
         return None
 
     def run(self, budget_s: float, max_programs: int | None = None) -> Stats:
@@ -233,15 +243,14 @@ class Campaign:
         self.stats.seconds = time.monotonic() - started
         return self.stats
 
-    def coverage(self, at_least: int = 10) -> dict[str, Any]:
+    def coverage(self, at_least: int = 10) -> Coverage:
         """How often each generated operation ran, and which ran fewer than `at_least` times."""
         counts = {op: self.stats.ops.get(op, 0) for op in GENERATED if op not in ("observe",)}
         rare = sorted(op for op, n in counts.items() if n < at_least)
-        possible = len(counts) ** 2
-        return {
-            "ops": counts,
-            "below": rare,
-            "at_least": at_least,
-            "pairs_seen": len(self.stats.pairs),
-            "pairs_possible": possible,
-        }
+        return Coverage(
+            ops=counts,
+            below=rare,
+            at_least=at_least,
+            pairs_seen=len(self.stats.pairs),
+            pairs_possible=len(counts) ** 2,
+        )

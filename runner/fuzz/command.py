@@ -17,12 +17,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
+from .. import burn_sources, probe_build
 from ..argtypes import budget_seconds, nonempty, path, positive_int, seed, timeout_seconds
 from ..atomic import write_text
 from ..engine import available
-from ..errors import BadInput, Infrastructure
+from ..errors import BadInput, ExitCode, Infrastructure
 from ..escape import terminal
 from ..frameworks import adapter_for
+from ..model.fuzz import Divergences, FoundEntry, FuzzDocument, KnownDifference
+from ..model.results import RawRun
 from ..paths import CASES_DIR
 from ..results import now, provenance
 from ..signals import say, show
@@ -30,7 +35,7 @@ from .campaign import Campaign, Found, Stats, program_ir
 from .judge import record_of
 from .known import REGISTRY
 from .pool import WorkerPool
-from .record import write
+from .record import RunSummary, write
 
 DEFAULT_OUT = Path("reports") / "fuzz"
 
@@ -82,30 +87,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def summary(
-    stats: Stats, campaign: Campaign, written: list[dict[str, Any]], seed: int, budget: float
-) -> dict[str, Any]:
+    stats: Stats, campaign: Campaign, written: list[FoundEntry], seed: int, budget: float, burn: str
+) -> FuzzDocument:
     by_class: dict[str, dict[str, int]] = {"new": {}, "known": {}}
     for key, n in stats.divergences.items():
         kind, _, name = key.partition(":")
         by_class[kind][name] = n
-    return {
-        "fuzz_schema_version": 1,
-        "seed": seed,
-        "budget_s": budget,
-        "seconds": round(stats.seconds, 1),
-        "programs": stats.programs,
-        "programs_per_second": round(stats.rate(), 1),
-        "shrink_evaluations": stats.shrink_evaluations,
-        "outcomes": dict(stats.outcomes),
-        "divergences": by_class,
-        "filtered": dict(stats.filtered),
-        "gradcheck": dict(stats.gradcheck),
-        "worker_crashes": stats.crashes,
-        "worker_timeouts": stats.timeouts,
-        "coverage": campaign.coverage(),
-        "known_differences": [{"id": k.id, "title": k.title, "case": k.case} for k in REGISTRY],
-        "found": written,
-    }
+    return FuzzDocument(
+        fuzz_schema_version=1,
+        seed=seed,
+        budget_s=budget,
+        seconds=round(stats.seconds, 1),
+        programs=stats.programs,
+        programs_per_second=round(stats.rate(), 1),
+        shrink_evaluations=stats.shrink_evaluations,
+        outcomes=dict(stats.outcomes),
+        divergences=Divergences(new=by_class["new"], known=by_class["known"]),
+        filtered=dict(stats.filtered),
+        gradcheck=dict(stats.gradcheck),
+        worker_crashes=stats.crashes,
+        worker_timeouts=stats.timeouts,
+        coverage=campaign.coverage(),
+        known_differences=[KnownDifference(id=k.id, title=k.title, case=k.case) for k in REGISTRY],
+        found=written,
+        burn=burn,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,10 +122,7 @@ def run(args: argparse.Namespace) -> int:
     env: dict[str, str] = {}
     burn_label = "installed probe"
     if args.burn:
-        from ..upgrade import build as probe_build
-        from ..upgrade import sources
-
-        source = sources.resolve(sources.parse(args.burn, "--burn"))
+        source = burn_sources.resolve(burn_sources.parse(args.burn, "--burn"))
         built = probe_build.build(source, say)
         if not built.ok or built.probe is None:
             raise Infrastructure(
@@ -130,26 +133,28 @@ def run(args: argparse.Namespace) -> int:
         burn_label = f"burn {source.label} ({built.probe})"
     available({("program", "torch"), ("program", "burn")}, env)  # exit 3 before any program runs
     started = now()
-    written: list[dict[str, Any]] = []
+    written: list[FoundEntry] = []
     with WorkerPool(timeout_s=args.timeout, env=env) as pool:
 
         def on_found(found: Found) -> None:
             runs = pool.run_pair(program_ir(found.program))
-            said = {fw: _said(record_of(runs[fw], fw)) for fw in ("torch", "burn")}
-            paths = write(found, args.found, args.seed, said)
+            observed = {fw: _run_summary(record_of(runs[fw], fw)) for fw in ("torch", "burn")}
+            paths = write(found, args.found, args.seed, observed)
             written.append(
-                {
-                    "signature": found.signature,
-                    "class": found.divergence.cls,
-                    "label": found.divergence.label,
-                    "detail": _jsonable(found.divergence.detail),
-                    "shrink_evaluations": found.evaluations,
-                    "flaky": found.flaky,
-                    **paths,
-                }
+                FoundEntry(
+                    signature=found.signature,
+                    class_=found.divergence.cls,
+                    label=found.divergence.label,
+                    detail=_jsonable(found.divergence.detail),
+                    shrink_evaluations=found.evaluations,
+                    flaky=found.flaky,
+                    case=paths.case,
+                    torch=paths.torch,
+                    rust=paths.rust,
+                )
             )
             flaky = " (flaky: it did not fail again on replay)" if found.flaky else ""
-            say(f"new divergence {found.signature}{flaky}: {paths['case']}")
+            say(f"new divergence {found.signature}{flaky}: {paths.case}")
 
         def progress(stats: Stats) -> None:
             known = sum(n for k, n in stats.divergences.items() if k.startswith("known:"))
@@ -165,41 +170,46 @@ def run(args: argparse.Namespace) -> int:
             f"burn: {burn_label}"
         )
         stats = campaign.run(args.budget, args.max_programs)
-    doc = summary(stats, campaign, written, args.seed, args.budget)
-    doc["provenance"] = provenance(started, now()).model_dump(mode="json")
-    doc["burn"] = burn_label
-    write_text(args.out / "fuzz.json", json.dumps(doc, indent=1) + "\n")
+    doc = summary(stats, campaign, written, args.seed, args.budget, burn_label)
+    doc = doc.model_copy(update={"provenance": provenance(started, now())})
+    write_text(args.out / "fuzz.json", doc.dump_json())
     show(render(doc))
     show(f"written: {terminal(args.out / 'fuzz.json')}")
-    return 1 if written else 0
+    return ExitCode.FAILED if written else ExitCode.OK
 
 
-def _said(run: Any) -> dict[str, Any]:
+def _run_summary(run: RawRun) -> RunSummary:
+    """What one side of a found divergence did, for its case file's [about]."""
     failure = run.failure
-    return {
-        "outcome": run.outcome,
-        "failure": None if failure is None else f"{failure.op} (op {failure.op_index}): {failure.message[:300]}",
-    }
+    return RunSummary(
+        outcome=run.outcome,
+        failure=None if failure is None else f"{failure.op} (op {failure.op_index}): {failure.message[:300]}",
+    )
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+def _jsonable(value: Any) -> dict[str, JsonValue]:
+    """A divergence's detail as plain JSON (a value JSON has no word for becomes its text)."""
+    data = json.loads(json.dumps(value, default=str))
+    return data if isinstance(data, dict) else {"value": data}
 
 
-def render(doc: dict[str, Any]) -> str:
-    cov = doc["coverage"]
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none"
+
+
+def render(doc: FuzzDocument) -> str:
+    cov = doc.coverage
     lines = [
-        f"fuzz: {doc['programs']} programs in {doc['seconds']} s ({doc['programs_per_second']}/s), "
-        f"{doc['shrink_evaluations']} more while shrinking",
-        f"outcomes (torch/burn): {doc['outcomes']}",
-        "divergences, known: "
-        + (", ".join(f"{k} {n}" for k, n in sorted(doc["divergences"]["known"].items())) or "none"),
-        "divergences, new: " + (", ".join(f"{k} {n}" for k, n in sorted(doc["divergences"]["new"].items())) or "none"),
-        f"filtered: {doc['filtered']}; gradient check: {doc['gradcheck']}",
-        f"coverage: {len(cov['ops'])} operations, each at least {min(cov['ops'].values()) if cov['ops'] else 0} times"
-        + (f" (below {cov['at_least']}: {', '.join(cov['below'])})" if cov["below"] else "")
-        + f"; operation pairs seen {cov['pairs_seen']} of {cov['pairs_possible']}",
+        f"fuzz: {doc.programs} programs in {doc.seconds} s ({doc.programs_per_second}/s), "
+        f"{doc.shrink_evaluations} more while shrinking",
+        f"outcomes (torch/burn): {_counts(doc.outcomes)}",
+        f"divergences, known: {_counts(doc.divergences.known)}",
+        f"divergences, new: {_counts(doc.divergences.new)}",
+        f"filtered: {_counts(doc.filtered)}; gradient check: {_counts(doc.gradcheck)}",
+        f"coverage: {len(cov.ops)} operations, each at least {min(cov.ops.values()) if cov.ops else 0} times"
+        + (f" (below {cov.at_least}: {', '.join(cov.below)})" if cov.below else "")
+        + f"; operation pairs seen {cov.pairs_seen} of {cov.pairs_possible}",
     ]
-    for f in doc["found"]:
-        lines.append(f"  new: {f['signature']} -> {f['case']}")
+    for f in doc.found:
+        lines.append(f"  new: {f.signature} -> {f.case}")
     return "\n".join(lines)

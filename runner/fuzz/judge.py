@@ -70,7 +70,11 @@ class Divergence:
 
 
 @dataclass
-class Verdict:
+class Findings:
+    """What comparing one program's torch run with its burn run found: the divergences,
+    and how many comparisons each filter left out (not a `runner.model.results.Verdict`,
+    which is one expectation checked)."""
+
     divergences: list[Divergence] = field(default_factory=list)
     filtered: dict[str, int] = field(default_factory=dict)
 
@@ -102,14 +106,14 @@ def _status(torch_run: RawRun, burn_run: RawRun) -> dict[str, Any] | None:
     if torch_run.outcome == burn_run.outcome:
         return None
 
-    def said(run: RawRun) -> str:
+    def stopped(run: RawRun) -> str:
         f = run.failure
         return f"{run.outcome}" + (f" at {f.op} (op {f.op_index}): {f.message[:300]}" if f is not None else "")
 
     failed = burn_run.failure or torch_run.failure
     return {
-        "torch": said(torch_run),
-        "burn": said(burn_run),
+        "torch": stopped(torch_run),
+        "burn": stopped(burn_run),
         "torch_outcome": torch_run.outcome,
         "burn_outcome": burn_run.outcome,
         "torch_message": torch_run.failure.message if torch_run.failure else None,
@@ -179,46 +183,46 @@ def _within(a: Sequence[float], ref: Sequence[float]) -> bool:
     return all(abs(x - r) <= ACCUMULATION_REL * scale for x, r in zip(a, ref))
 
 
-def compare(torch_run: RawRun, burn_run: RawRun, reference: RawRun | None, tol: Tolerance | None = None) -> Verdict:
+def compare(torch_run: RawRun, burn_run: RawRun, reference: RawRun | None, tol: Tolerance | None = None) -> Findings:
     """Divergences of the two float32 runs (the float64 `reference` is torch's run in float64)."""
     tol = tol or Tolerance()
-    verdict = Verdict()
+    findings = Findings()
     status = _status(torch_run, burn_run)
     if status is not None:
-        verdict.divergences.append(Divergence("status", None, status))
+        findings.divergences.append(Divergence("status", None, status))
     ta, ba = _by_label(torch_run), _by_label(burn_run)
     ref = _by_label(reference) if reference is not None and reference.outcome == "ok" else {}
     for label in [k for k in ta if k in ba]:
         ot, ob = ta[label], ba[label]
         flags = compare_observations(torch_run, burn_run, "flags", label, tol)
         if flags.same is False:
-            verdict.divergences.append(Divergence("flags", label, flags.observed))
+            findings.divergences.append(Divergence("flags", label, flags.observed))
         for what in ("values", "grads"):
             xt = ot.values if what == "values" else ot.grad
             xb = ob.values if what == "values" else ob.grad
             if not (_finite(xt) and _finite(xb)):
-                verdict.filter("nonfinite")
+                findings.filter("nonfinite")
                 continue
             r = ref.get(label)
             xr = (r.values if what == "values" else r.grad) if r is not None else None
             if xr is not None and any(abs(v) > OVERFLOW for v in xr if math.isfinite(v)):
-                verdict.filter("overflow")
+                findings.filter("overflow")
                 continue
             found = compare_observations(torch_run, burn_run, what, label, tol)
             if found.same is not False:
                 continue
             if what == "values" and label.endswith(" after step") and _amplified(ta, ba, label, tol):
-                verdict.filter("amplified")
+                findings.filter("amplified")
                 continue
             if xt is not None and xb is not None and xr is not None and len(xt) == len(xb) == len(xr):
                 if _within(xt, xr) and _within(xb, xr):
-                    verdict.filter("accumulation")
+                    findings.filter("accumulation")
                     continue
                 if _conditioning(xt, xb, xr):
-                    verdict.filter("conditioning")
+                    findings.filter("conditioning")
                     continue
-            verdict.divergences.append(Divergence(what, label, found.observed))
-    return verdict
+            findings.divergences.append(Divergence(what, label, found.observed))
+    return findings
 
 
 # ---- float64 gradient check -----------------------------------------------------------------------
@@ -294,8 +298,8 @@ def gradcheck(
     for (fw, name), (worst, scale) in errors.items():
         if worst <= GRADCHECK_REL * scale + 1e-6:
             continue
-        others = [e for (f, n), (e, _) in errors.items() if n == name and f != fw]
-        if others and all(0 < e and worst <= CONDITIONING * e for e in others):
+        others = [error for (other, n), (error, _) in errors.items() if n == name and other != fw]
+        if others and all(0 < error and worst <= CONDITIONING * error for error in others):
             # the other framework's float32 gradient is off by as much: the program's rounding
             # (terms that cancel, p**2 / p**2 say), not a difference between the frameworks
             continue

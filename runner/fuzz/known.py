@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from ..program.ir import ParsedProgram, Stmt, walk
 from .judge import Divergence
 
-Program = dict[str, Any]
+Program = ParsedProgram
 
 
 @dataclass(frozen=True)
@@ -27,20 +27,12 @@ class Known:
     matches: Callable[[Divergence, Program], bool]
 
 
-def _stmts(program: Program) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-
-    def walk(body: list[dict[str, Any]]) -> None:
-        for s in body:
-            out.append(s)
-            walk(s.get("body") or [])
-
-    walk(program["body"])
-    return out
+def _stmts(program: Program) -> list[Stmt]:
+    return list(walk(program.body))
 
 
 def _params(program: Program) -> set[str]:
-    return {t["name"] for t in program["tensors"] if t["role"] == "param"}
+    return {t.name for t in program.tensors if t.role == "param"}
 
 
 def _descendants(program: Program, roots: set[str]) -> set[str]:
@@ -48,7 +40,7 @@ def _descendants(program: Program, roots: set[str]) -> set[str]:
     found = set(roots)
     stmts = _stmts(program)
     while True:
-        grown = found | {s["out"] for s in stmts if s.get("out") and any(a in found for a in s.get("args", []))}
+        grown = found | {s.out for s in stmts if s.out and any(a in found for a in s.args)}
         if grown == found:
             return found
         found = grown
@@ -58,21 +50,21 @@ def _param_aliases(program: Program) -> set[str]:
     """Params, and what burn treats as the same node: their clones (and clones of those)."""
     aliases = set(_params(program))
     for s in _stmts(program):
-        if s["op"] == "clone" and s["args"] and s["args"][0] in aliases and s.get("out"):
-            aliases.add(s["out"])
+        if s.op == "clone" and s.args and s.args[0] in aliases and s.out:
+            aliases.add(s.out)
     return aliases
 
 
 def _label_tensor(program: Program, label: str | None) -> str | None:
     for s in _stmts(program):
-        if s["op"] == "observe" and s.get("attrs", {}).get("label") == label:
-            return str(s["args"][0])
+        if s.op == "observe" and s.attrs.get("label") == label:
+            return s.args[0]
     return None
 
 
 def _detached_params(program: Program) -> set[str]:
     params = _param_aliases(program)
-    return {s["out"] for s in _stmts(program) if s["op"] == "detach" and s["args"][0] in params and s.get("out")}
+    return {s.out for s in _stmts(program) if s.op == "detach" and s.args[0] in params and s.out}
 
 
 def _detach_param(d: Divergence, program: Program) -> bool:
@@ -117,13 +109,13 @@ def _view_of_param_after_step(d: Divergence, program: Program) -> bool:
     if d.cls != "values":
         return False
     stmts = _stmts(program)
-    if not any(s["op"] == "step" for s in stmts):
+    if not any(s.op == "step" for s in stmts):
         return False
     params = _params(program)
     views = set(params)
     for s in stmts:
-        if s["op"] in VIEWS and s["args"] and s["args"][0] in views and s.get("out"):
-            views.add(s["out"])
+        if s.op in VIEWS and s.args and s.args[0] in views and s.out:
+            views.add(s.out)
     tensor = _label_tensor(program, d.label)
     return tensor is not None and tensor in views and tensor not in params
 
@@ -145,9 +137,9 @@ def _self_division_under_adam(d: Divergence, program: Program) -> bool:
     """A tensor divided by itself: torch's gradient is exactly 0, burn's one rounding error, and
     Adam (scale-invariant) turns that into a step of about lr every iteration."""
     stmts = _stmts(program)
-    if d.cls != "values" or not any(s["op"] == "adam" for s in stmts):
+    if d.cls != "values" or not any(s.op == "adam" for s in stmts):
         return False
-    return any(s["op"] == "div" and len(s["args"]) == 2 and s["args"][0] == s["args"][1] for s in stmts)
+    return any(s.op == "div" and len(s.args) == 2 and s.args[0] == s.args[1] for s in stmts)
 
 
 REGISTRY: tuple[Known, ...] = (

@@ -10,16 +10,59 @@ import hashlib
 import json
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..atomic import write_text
+from ..fmt import short
+from ..model.case import UNJUDGED_FIX
 from ..program import data as program_data
 from ..program import render_rust, render_torch, syntax
 from ..program.ir import ParsedProgram
 from .campaign import Found
 from .generate import LOOP_ITERATIONS
 from .judge import GROWS, GROWTH_WARMUP, GROWTH_WINDOW
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What one framework did with a found program: its outcome, and where it stopped."""
+
+    outcome: str
+    failure: str | None = None  # `sum (op 3): message`
+
+    def text(self) -> str:
+        return self.outcome if self.failure is None else f"{self.outcome} at {self.failure}"
+
+
+@dataclass(frozen=True)
+class Written:
+    """The files written for a found divergence (a reproducer not written: why, in its place)."""
+
+    case: str
+    torch: str
+    rust: str
+
+
+# What a divergence's class is about, as a sentence's subject.
+_SUBJECTS = {
+    "status": "the outcome",
+    "growth": "the loop's step time (last over reference window)",
+    "values": "the values of {label}",
+    "grads": "the gradient of {label}",
+    "flags": "the autodiff flags of {label}",
+    "gradcheck": "the gradient of {param} (against float64 finite differences)",
+}
+
+
+def observed(found: Found) -> tuple[str, str, str]:
+    """What differs, and each side's value, in words: (`the values of 'v3'`, torch's, burn's)."""
+    d = found.divergence
+    subject = _SUBJECTS.get(d.cls, f"{d.cls} of {{label}}").format(
+        label=repr(d.label), param=repr(d.detail.get("param"))
+    )
+    a, b = d.detail.get("a", d.detail.get("torch")), d.detail.get("b", d.detail.get("burn"))
+    return subject, short(str(a), 200), short(str(b), 200)
 
 
 def slug(found: Found) -> str:
@@ -52,23 +95,29 @@ def _summary(found: Found) -> str:
     return f"{d.cls}{where}{flaky}: torch {a}; burn {b}"[:600]
 
 
-def case_text(found: Found, name: str, runs: dict[str, Any], seed: int) -> str:
+def case_text(found: Found, name: str, runs: dict[str, RunSummary], seed: int) -> str:
     source = syntax.unparse(found.program).strip("\n")
     relation, props = _property(found)
     today = dt.date.today().isoformat()
+    subject, torch_value, burn_value = observed(found)
+    title = short(f"{subject[0].upper()}{subject[1:]} differs: PyTorch {torch_value}, burn {burn_value}", 200)
+    torch_text = f"PyTorch ran the program: {runs['torch'].text()}; {subject} was {torch_value}."
+    burn_text = f"burn 0.22.1 ran the program: {runs['burn'].text()}; {subject} was {burn_value}."
     lines = [
         f"# Found by `burn-torch-diff fuzz --seed {seed}` on {today}: a divergence no case had written down.",
         "# Judge it (a burn bug, a torch quirk, or a documented semantic difference), write the [about]",
-        "# section from what you find, and add the difference to runner/fuzz/known.py if it is documented.",
+        "# section from what you find (then drop `judged = false`), and add the difference to",
+        "# runner/fuzz/known.py if it is documented.",
         f"name = {_toml_str(name)}",
         'kind = "program"',
         f"description = {_toml_str(_summary(found))}",
         "",
         "[about]",
-        f"title = {_toml_str('Found by the fuzzer: ' + found.signature)}",
-        f"torch = {_toml_str('torch: ' + str(runs['torch']))}",
-        f"burn = {_toml_str('burn 0.22.1: ' + str(runs['burn']))}",
-        'fix = "Not judged yet."',
+        f"title = {_toml_str(title)}",
+        f"torch = {_toml_str(torch_text)}",
+        f"burn = {_toml_str(burn_text)}",
+        f"fix = {_toml_str(UNJUDGED_FIX)}",
+        "judged = false",
         f"sources = [{_toml_str('fuzz signature ' + found.signature)}]",
         "",
         "[program]",
@@ -92,7 +141,7 @@ def case_text(found: Found, name: str, runs: dict[str, Any], seed: int) -> str:
             "[[runs]]",
             f'framework = "{fw}"',
             'mode = "main"',
-            f'expect = {{ outcome = "{runs[fw]["outcome"]}" }}',
+            f"expect = {{ outcome = {_toml_str(runs[fw].outcome)} }}",
         ]
     if props:
         lines += [
@@ -106,27 +155,25 @@ def case_text(found: Found, name: str, runs: dict[str, Any], seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(found: Found, folder: Path, seed: int, runs: dict[str, Any]) -> dict[str, str]:
-    """The case file and its reproducers; returns what was written (kind -> path)."""
+def write(found: Found, folder: Path, seed: int, runs: dict[str, RunSummary]) -> Written:
+    """The case file and its reproducers (`runs`: what each framework did with the program)."""
     name = slug(found)
     program = program_data.materialize(found.program, seed=0)
-    written: dict[str, str] = {}
     case = folder / f"{name}.toml"
     write_text(case, case_text(found, name, runs, seed))
-    written["case"] = str(case)
     repro = folder / name
     try:
         script = render_torch.render(program, title=f"{name}: the PyTorch side of a divergence found by the fuzzer")
         write_text(repro / "torch_repro.py", script)
-        written["torch"] = str(repro / "torch_repro.py")
+        torch = str(repro / "torch_repro.py")
     except ValueError as err:
-        written["torch"] = f"not written: {err}"
+        torch = f"not written: {err}"
     try:
         render_rust.write_reproducer(program, repro / "rust", name.replace("-", "_"))
-        written["rust"] = str(repro / "rust")
+        rust = str(repro / "rust")
     except ValueError as err:
-        written["rust"] = f"not written: {err}"
-    return written
+        rust = f"not written: {err}"
+    return Written(str(case), torch, rust)
 
 
 def program_of(case: Path) -> ParsedProgram:

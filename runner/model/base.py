@@ -80,6 +80,8 @@ def key_path(loc: tuple[int | str, ...]) -> str:
         elif part and not part.startswith(("function-", "tagged-union")):
             if len(part) > 60:
                 part = f"{part[:40]}...({len(part)} characters)"
+            # A key from the file may hold what no terminal or page should get raw (a lone surrogate).
+            part = part.encode("utf-8", "backslashreplace").decode("utf-8")
             out += f".{part}" if out else part
     return out or "top level"
 
@@ -116,7 +118,14 @@ def valid_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
         if not found:
             break
         models = found
-    return sorted({name for model in models for name in model.model_fields if not name.startswith("_")})
+    return sorted(
+        {
+            field.alias or name
+            for model in models
+            for name, field in model.model_fields.items()
+            if not name.startswith("_")
+        }
+    )
 
 
 def describe_errors(err: ValidationError, root: type[BaseModel] | None = None, limit: int = 5) -> list[str]:

@@ -273,6 +273,12 @@ class Execution(Model):
     memory_mib: Annotated[int, Field(ge=limits.MIN_MEMORY_MIB, le=limits.MAX_MEMORY_MIB)] = limits.DEFAULT_MEMORY_MIB
 
 
+# What a difference's kind may be declared as in `[about] difference` (`runner.harm`).
+DeclaredHarm = Literal["crash", "values", "growth", "default"]
+# The fix the fuzzer writes into a found case's [about] until a person judges it.
+UNJUDGED_FIX = "Not judged yet."
+
+
 class About(Model):
     """The difference a case documents, for a person porting code: what each
     framework does and the burn idiom that matches PyTorch. The report's
@@ -284,6 +290,17 @@ class About(Model):
     fix: Annotated[str, Field(min_length=1)]
     # Issues, docs or PRs that say the same (burn's tracker, the seed notes).
     sources: list[str] = []
+    # The kind of difference, where the claims cannot tell it (`runner.harm`): a
+    # default that differs reads as different values. Default: from the claims.
+    difference: DeclaredHarm | None = None
+    # False: written by the fuzzer and not yet judged by a person (a burn bug,
+    # a torch quirk, a documented difference); the report says it awaits one.
+    judged: bool = True
+
+    @property
+    def awaits_judgement(self) -> bool:
+        """Not judged yet: `judged = false`, or a found case written before that key (its fix says so)."""
+        return not self.judged or self.fix == UNJUDGED_FIX
 
     @field_validator("title", "torch", "burn", "fix")
     @classmethod

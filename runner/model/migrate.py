@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import quote
+from ..escape import quote
 from .case import RunRef
 
 _PAIR_CHECK = re.compile(r"pair (same|differ): (\S+)")

@@ -34,6 +34,12 @@ BUNDLE_VERSION: Literal[2] = 2
 
 ShortText = Annotated[str, Field(max_length=1_000_000)]
 FlagValue = bool | str | int | float | None
+# A run in a results document: (case, framework, mode), as `RawRun.key`.
+RunKey = tuple[str, str, str]
+# An expectation checked: (case, subject, check), as `Verdict.key`.
+ClaimKey = tuple[str, str, str]
+# A categorical property of a run that pairs compare (`runner.metrics.properties`): an outcome, or a flag.
+PropertyValue = str | bool | None
 
 
 def _reasonable_time(value: dt.datetime) -> dt.datetime:
@@ -307,7 +313,7 @@ class RawRun(Model):
         return RunRef(framework=self.framework, mode=self.mode)
 
     @property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> RunKey:
         return self.case, self.framework, self.mode
 
 
@@ -383,7 +389,7 @@ class Verdict(Model):
         return self.property if self.b is None else pair_check(self.relation, self.property)
 
     @builtins.property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> ClaimKey:
         return self.case, self.subject, self.check
 
 
@@ -413,7 +419,7 @@ class Provenance(Model):
     rustc: str | None = None
     python: str | None = None
     cpu: str
-    machine: str
+    machine: str  # the processor architecture, as platform.machine() names it (x86_64, aarch64)
     system: str
     cores: Annotated[int, Field(ge=1, le=1 << 20)] | None = None
     git_commit: str | None = None
@@ -436,7 +442,7 @@ class Summary(Model):
 
     @classmethod
     def of(cls, runs: list[RunRecord], expectations: list[Verdict]) -> Summary:
-        failed = sum(not e.passed for e in expectations)
+        failed = sum(not verdict.passed for verdict in expectations)
         return cls(runs=len(runs), expectations=len(expectations), passed=len(expectations) - failed, failed=failed)
 
 
@@ -449,11 +455,24 @@ class PairInfo(Model):
 
 
 class ProgramInfo(Model):
-    """One variant of a program case, as source and as the code it stands for."""
+    """One variant of a program case, as its source and what its runs record
+    (the report renders the PyTorch and burn code it stands for from these,
+    `runner.report.code`)."""
 
     source: str
-    torch_code: str | None = None
-    burn_code: str | None = None
+    # The program's settings (`runner.program.ir.Settings`): the timed loop's
+    # checkpoints, RSS sampling, the tensor whose flags each checkpoint records.
+    checkpoints: list[PositiveInt] = []
+    rss_every: NonNegativeInt = 0
+    track: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rendered_code_is_not_kept(cls, data: Any) -> Any:
+        """Results written before kept the rendered code too (`torch_code`, `burn_code`): read, and left."""
+        if isinstance(data, dict) and ("torch_code" in data or "burn_code" in data):
+            return {k: v for k, v in data.items() if k not in ("torch_code", "burn_code")}
+        return data
 
 
 class CaseInfo(Model):
@@ -488,14 +507,14 @@ class ResultsDocument(Model):
 
     @model_validator(mode="after")
     def _runs_unique(self) -> ResultsDocument:
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[RunKey] = set()
         for index, run in enumerate(self.runs):
             if run.key in seen:
                 raise ValueError(f"runs[{index}]: a second run of {run.case} {run.framework}/{run.mode}")
             seen.add(run.key)
         return self
 
-    def run(self, key: tuple[str, str, str]) -> RunRecord | None:
+    def run(self, key: RunKey) -> RunRecord | None:
         return next((r for r in self.runs if r.key == key), None)
 
 

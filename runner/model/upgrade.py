@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, JsonValue
+from pydantic import ConfigDict, Field
 
 from .base import Model, NonNegativeFloat
 from .case import Outcome
-from .results import Metrics, Panic
+from .results import Metrics, Panic, PropertyValue
 
-UpgradeClass = Literal["build-break", "fixed", "new difference", "outcome changed", "performance changed", "same"]
-CLASSES: tuple[str, ...] = UpgradeClass.__args__  # type: ignore[attr-defined]
+
+class UpgradeClass(StrEnum):
+    """The class of one burn run seen before and after an upgrade, in the order
+    the classification tries them: a run gets the first that applies. The
+    values are what `upgrade.json` spells (files written before still read)."""
+
+    BUILD_BREAK = "build-break"
+    FIXED = "fixed"
+    NEW_DIFFERENCE = "new difference"
+    OUTCOME_CHANGED = "outcome changed"
+    PERFORMANCE_CHANGED = "performance changed"
+    SAME = "same"
+
+    @classmethod
+    def by_findings(cls) -> list[UpgradeClass]:
+        """The classes a run earns by what was found on both sides (in order): every
+        class but a build break (no second side to compare) and `same` (nothing found)."""
+        return [c for c in cls if c not in (cls.BUILD_BREAK, cls.SAME)]
 
 
 class Build(Model):
@@ -37,7 +54,7 @@ class Side(Model):
     outcome: Outcome | None = None
     panic: Panic | None = None
     metrics: Metrics | None = None
-    properties: dict[str, JsonValue] = {}
+    properties: dict[str, PropertyValue] = {}
 
 
 class Classified(Model):
@@ -45,9 +62,9 @@ class Classified(Model):
 
     case: str
     run: str
-    klass: UpgradeClass
+    klass: Annotated[UpgradeClass, Field(strict=False)]  # `class` in upgrade.json
     findings: list[str] = []
-    performance: dict[str, Any] | None = None
+    performance: dict[str, Any] | None = None  # `runner.compare.PerformanceChange` as a dict (tuples, NaN)
     before: Side | None = None
     after: Side | None = None
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import compare
-from ..fmt import fmt, observed_text, panic_text
-from ..model.results import ResultsDocument, RunRecord, Verdict
+from ..fmt import observed_text, panic_text, value_text
+from ..model.results import ResultsDocument, RunKey, RunRecord, Verdict
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ KINDS = (
 )
 
 
-def _run_name(key: tuple[str, str, str]) -> str:
+def _run_name(key: RunKey) -> str:
     return f"{key[0]} {key[1]}/{key[2]}"
 
 
@@ -52,7 +52,7 @@ def _verdict(item: Verdict) -> str:
     return "holds" if item.passed else "does not hold"
 
 
-def run_changes(key: tuple[str, str, str], before: RunRecord, after: RunRecord) -> list[Change]:
+def run_changes(key: RunKey, before: RunRecord, after: RunRecord) -> list[Change]:
     name = _run_name(key)
     out = []
     if before.outcome != after.outcome:
@@ -61,7 +61,7 @@ def run_changes(key: tuple[str, str, str], before: RunRecord, after: RunRecord) 
         out.append(Change("panic changed", name, panic_text(before) or "-", panic_text(after) or "-"))
     tb, ta = before.metrics.tracked, after.metrics.tracked
     if tb != ta:
-        out.append(Change("tracked changed", name, fmt(tb), fmt(ta)))
+        out.append(Change("tracked changed", name, value_text(tb), value_text(ta)))
     perf = compare.performance_change(before, after)
     for window, w in perf.windows.items():
         if w.changed:
@@ -91,16 +91,16 @@ def changes(before: ResultsDocument, after: ResultsDocument) -> list[Change]:
         if key not in runs_after:
             out.append(Change("run vanished", _run_name(key), run.outcome, "-"))
 
-    exp_before = {e.key: e for e in before.expectations}
-    exp_after = {e.key: e for e in after.expectations}
+    exp_before = {verdict.key: verdict for verdict in before.expectations}
+    exp_after = {verdict.key: verdict for verdict in after.expectations}
     for key, item in exp_after.items():
         old = exp_before.get(key)
         if old is None:
             out.append(Change("expectation appeared", expectation_name(item), "-", _verdict(item)))
         elif old.passed != item.passed:
-            expected = fmt(item.expected)
+            expected = value_text(item.expected)
             if old.expected != item.expected:
-                expected = f"{fmt(old.expected)} -> {expected}"
+                expected = f"{value_text(old.expected)} -> {expected}"
             out.append(
                 Change(
                     "expectation flipped",
@@ -115,8 +115,8 @@ def changes(before: ResultsDocument, after: ResultsDocument) -> list[Change]:
                 Change(
                     "expectation changed",
                     expectation_name(item),
-                    f"expected {fmt(old.expected)}",
-                    f"expected {fmt(item.expected)}",
+                    f"expected {value_text(old.expected)}",
+                    f"expected {value_text(item.expected)}",
                     f"{_verdict(item)} both times; observed {observed_text(old)} -> {observed_text(item)}",
                 )
             )

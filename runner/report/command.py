@@ -42,7 +42,7 @@ from . import browser, fuzzing, html_page, markdown, trend, upgrades
 from .changes import changes
 from .differences import differences
 from .history import History
-from .machines import Machine, fingerprint, group
+from .machines import MachineResults, fingerprint, group
 from .model import Comparison, Report
 
 DEFAULT_OUT = Path("reports")
@@ -124,7 +124,7 @@ def _from_files(paths: list[Path]) -> list[tuple[ResultsDocument, str]]:
     return [(doc, str(p)) for p in paths for doc in load_results(p)]
 
 
-def _compare(history: History, machine: Machine) -> Comparison:
+def _compare(history: History, machine: MachineResults) -> Comparison:
     previous = history.previous(machine)
     if previous is None:
         return Comparison(None, note=f"no earlier run of this machine in {history.folder}; nothing to compare with")

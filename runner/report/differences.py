@@ -4,7 +4,10 @@ both renderings.
 One card per case that says what it is about (`[about]` in the case file,
 carried in the results as `CaseInfo.about`); for a case without one (older
 results files have no case info), one card per torch-vs-burn pair that claims
-a difference, made from the pair's reason and the runs.
+a difference, made from the pair's reason and the runs. A case whose
+torch-vs-burn pairs all claim `same` is an agreement: its card goes to its own
+section. Cards are ordered by harm (`runner.harm`): a crash or panic, then
+silently different values, then growth, then a different default.
 
 A card holds the evidence from this run (per pair: what each side showed for
 each property the pair claims, and on how many machines the claim holds; a
@@ -22,15 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import versions
-from ..fmt import fmt, outcome_text, short
-from ..model.results import CaseInfo, RunRecord, Verdict
-from .machines import Machine
-from .model import Pair, side_key
-from .trend import ClaimKey, Snapshot
+from ..fmt import outcome_text, short, value_text
+from ..harm import Standing, standing
+from ..model.results import CaseInfo, ClaimKey, RunRecord, Verdict
+from .code import ProgramCode, program_code
+from .machines import MachineResults
+from .pairs import Pair, side_key
+from .trend import Snapshot
 from .upgrades import UpgradeCheck
 
 ROLE_DIFFERENCE = "difference"  # torch vs burn, claimed to differ
-ROLE_FIX = "fix"  # torch vs burn, claimed the same: the idiom that matches
+ROLE_FIX = "fix"  # torch vs burn, claimed the same, in a case that shows a difference: the idiom that matches
+ROLE_AGREEMENT = "agreement"  # torch vs burn, claimed the same, in a case that shows no difference
 ROLE_OTHER = "within one framework"
 
 PROPERTY_LABELS = {"values": "values", "grads": "gradients"}
@@ -73,7 +79,7 @@ class PairEvidence:
 
 @dataclass
 class Sighting:
-    """How often the difference showed on one burn version."""
+    """How often the difference showed (an agreement: held) on one burn version."""
 
     burn: str
     seen: int = 0
@@ -81,6 +87,7 @@ class Sighting:
     not_seen: int = 0
     build_break: int = 0
     sources: dict[str, None] = field(default_factory=dict)
+    agreement: bool = False
 
     @property
     def runs(self) -> int:
@@ -90,7 +97,8 @@ class Sighting:
         parts = []
         if self.runs:
             partly = f" (partly in {self.partly})" if self.partly else ""
-            parts.append(f"seen in {self.seen} of {self.runs} run{'s' * (self.runs != 1)}{partly}")
+            word = "held" if self.agreement else "seen"
+            parts.append(f"{word} in {self.seen} of {self.runs} run{'s' * (self.runs != 1)}{partly}")
         if self.build_break:
             parts.append("the probe did not build")
         return f"{'; '.join(parts)}: {', '.join(self.sources)}"
@@ -109,6 +117,8 @@ class Sighting:
 
 @dataclass
 class Difference:
+    """One card: a difference between PyTorch and burn, or an agreement (`standing.agrees`)."""
+
     case: str
     anchor: str
     title: str
@@ -118,18 +128,25 @@ class Difference:
     sources: list[str]
     documented: bool  # from the case's [about]
     evidence: list[PairEvidence]
-    claim_keys: list[ClaimKey]  # the pair verdicts that make the difference
+    claim_keys: list[ClaimKey]  # the pair verdicts that make the difference (an agreement: the `same` claims)
+    standing: Standing = field(default_factory=lambda: Standing(None))
+    awaits_judgement: bool = False  # a found case no person has judged: its [about] is the fuzzer's
     sightings: list[Sighting] = field(default_factory=list)
-    programs: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # variant -> (source, torch, burn)
+    programs: dict[str, ProgramCode] = field(default_factory=dict)  # variant -> its code
+
+    @property
+    def agrees(self) -> bool:
+        return self.standing.agrees
 
     @property
     def state(self) -> str | None:
-        """Did this run show the difference: `seen` (every claim that makes it holds
-        on every machine), `partly`, `not seen`; None if none was checked."""
+        """Did this run show the difference (an agreement: did it hold): `seen` (every
+        claim that makes it holds on every machine), `partly`, `not seen`; None if none was checked."""
+        role = ROLE_AGREEMENT if self.agrees else ROLE_DIFFERENCE
         known = [
             f.verdict
             for ev in self.evidence
-            if ev.role == ROLE_DIFFERENCE
+            if ev.role == role
             for f in ev.facts
             if f.claim is not None and f.verdict is not None
         ]
@@ -148,7 +165,7 @@ def summarize(value: Any, limit: int = 60) -> str:
         shown = ", ".join(summarize(v, 12) for v in value[:4])
         text = f"[{shown}{', ...' if len(value) > 4 else ''}]"
     else:
-        text = fmt(value)
+        text = value_text(value)
     return short(text, limit)
 
 
@@ -179,12 +196,12 @@ def _metric_value(prop: str, run: RunRecord) -> tuple[str, str]:
     """A p10-style property of one run, from its metrics: in full and short."""
     m = run.metrics
     if prop == "tracked":
-        return fmt(m.tracked), fmt(m.tracked)
+        return value_text(m.tracked), value_text(m.tracked)
     if prop == "grows":
         if m.slowdown_ratio is None:
             return "-", "-"
         ratio = f"×{m.slowdown_ratio:.3g}"
-        return f"{ratio} ({fmt(m.reference_median_ms, '.3g')} → {fmt(m.last_median_ms, '.3g')} ms)", ratio
+        return f"{ratio} ({value_text(m.reference_median_ms, '.3g')} → {value_text(m.last_median_ms, '.3g')} ms)", ratio
     if prop == "rss_grows":
         g = m.rss_growth_mib_per_1000
         return ("-", "-") if g is None else (f"{g:+.2f} MiB/1000 steps", f"{g:+.2f} MiB")
@@ -204,12 +221,13 @@ METRIC_LABELS = {
 def _value_fact(verdict: Verdict) -> tuple[str, str, str, str]:
     """A value verdict of a program case: label, both summaries, the error."""
     observed: Any = verdict.observed if isinstance(verdict.observed, dict) else {}
-    what = PROPERTY_LABELS.get(verdict.property, verdict.property)
+    kind = verdict.property.split(":", 1)[0]  # `values:y` claims the values of y
+    what = PROPERTY_LABELS.get(kind, kind)
     label = f"{what} of {observed['label']}" if observed.get("label") else what
     detail = []
     for key, name in (("max_abs_error", "max abs error"), ("max_rel_error", "max rel error")):
         if observed.get(key) is not None:
-            detail.append(f"{name} {fmt(observed[key], '.3g')}")
+            detail.append(f"{name} {value_text(observed[key], '.3g')}")
     if observed.get("first_index") is not None:
         detail.append(f"first at index {summarize(observed['first_index'])}")
     return label, summarize(observed.get("a")), summarize(observed.get("b")), ", ".join(detail)
@@ -231,16 +249,16 @@ def _flags_facts(ra: RunRecord, rb: RunRecord) -> list[Fact]:
             out.append(
                 Fact(
                     f"flags of {o.label}",
-                    text.format(fmt(fa.tracked), fmt(fa.requires_grad)),
-                    text.format(fmt(fb.tracked), fmt(fb.requires_grad)),
-                    short_a=f"tracked {fmt(fa.tracked)}",
-                    short_b=f"tracked {fmt(fb.tracked)}",
+                    text.format(value_text(fa.tracked), value_text(fa.requires_grad)),
+                    text.format(value_text(fb.tracked), value_text(fb.requires_grad)),
+                    short_a=f"tracked {value_text(fa.tracked)}",
+                    short_b=f"tracked {value_text(fb.tracked)}",
                 )
             )
     return list(reversed(out))
 
 
-def pair_evidence(pair: Pair, role: str, machines: list[Machine]) -> PairEvidence:
+def pair_evidence(pair: Pair, role: str, machines: list[MachineResults]) -> PairEvidence:
     ran = [m for m in machines if m.run(side_key(pair.case, pair.a)) and m.run(side_key(pair.case, pair.b))]
     if not ran:
         return PairEvidence(pair, role, "", ran=False)
@@ -273,20 +291,44 @@ def pair_evidence(pair: Pair, role: str, machines: list[Machine]) -> PairEvidenc
     return PairEvidence(pair, role, shown.label, facts)
 
 
-def role_of(pair: Pair) -> str:
-    if pair.a.framework == pair.b.framework:
+def role_of(pair: Pair, agreement: bool = False) -> str:
+    """A pair's role on its case's card (`agreement`: the case shows no difference)."""
+    if not pair.across:
         return ROLE_OTHER
-    return ROLE_DIFFERENCE if "differ" in pair.claims.values() else ROLE_FIX
+    if pair.claims_difference:
+        return ROLE_DIFFERENCE
+    return ROLE_AGREEMENT if agreement else ROLE_FIX
 
 
-def _claim_keys(pairs: list[Pair]) -> list[ClaimKey]:
-    return [p.claim_key(prop) for p in pairs for prop, rel in p.claims.items() if rel == "differ"]
+def _claim_keys(pairs: list[Pair], relation: str = "differ") -> list[ClaimKey]:
+    return [p.claim_key(prop) for p in pairs for prop, rel in p.claims.items() if rel == relation]
 
 
-def _programs(info: CaseInfo | None) -> dict[str, tuple[str, str, str]]:
+def _differ(pairs: list[Pair]) -> list[str]:
+    """The properties the torch-vs-burn pairs claim differ."""
+    return [prop for p in pairs if p.across for prop, rel in p.claims.items() if rel == "differ"]
+
+
+def _programs(info: CaseInfo | None) -> dict[str, ProgramCode]:
     if info is None:
         return {}
-    return {name: (p.source, p.torch_code or "", p.burn_code or "") for name, p in info.programs.items()}
+    return {name: program_code(p) for name, p in info.programs.items()}
+
+
+TITLE_LIMIT = 120
+
+
+def observed_title(evidence: list[PairEvidence]) -> str | None:
+    """A card's title from what its runs showed, for a found case no person has
+    judged yet: `values of v3: PyTorch [8.21e+07], burn [8.21e+07]`."""
+    for ev in evidence:
+        if ev.role != ROLE_DIFFERENCE or not ev.ran:
+            continue
+        fact = next((f for f in ev.facts if f.claim == "differ"), None)
+        if fact is not None:
+            label = fact.label.split(" (")[0]
+            return short(f"{label}: PyTorch {fact.short_a}, burn {fact.short_b}", TITLE_LIMIT)
+    return None
 
 
 def _fallback_fix(pair: Pair, pairs: list[Pair]) -> str:
@@ -297,28 +339,37 @@ def _fallback_fix(pair: Pair, pairs: list[Pair]) -> str:
 
 
 def _order(evidence: list[PairEvidence]) -> list[PairEvidence]:
-    rank = {ROLE_DIFFERENCE: 0, ROLE_FIX: 1, ROLE_OTHER: 2}
-    return sorted(evidence, key=lambda e: rank[e.role])
+    rank = {ROLE_DIFFERENCE: 0, ROLE_AGREEMENT: 1, ROLE_FIX: 1, ROLE_OTHER: 2}
+    return sorted(evidence, key=lambda ev: rank[ev.role])
 
 
-def case_differences(case: str, info: CaseInfo | None, pairs: list[Pair], machines: list[Machine]) -> list[Difference]:
+def case_differences(
+    case: str, info: CaseInfo | None, pairs: list[Pair], machines: list[MachineResults]
+) -> list[Difference]:
     programs = _programs(info)
     if info is not None and info.about is not None:
         about = info.about
-        evidence = _order([pair_evidence(p, role_of(p), machines) for p in pairs])
-        diff_pairs = [p for p in pairs if role_of(p) == ROLE_DIFFERENCE]
+        where = standing(_differ(pairs), about.difference)
+        evidence = _order([pair_evidence(p, role_of(p, where.agrees), machines) for p in pairs])
+        if where.agrees:
+            keys = _claim_keys([p for p in pairs if p.across], "same")
+        else:
+            keys = _claim_keys([p for p in pairs if role_of(p) == ROLE_DIFFERENCE])
+        waiting = about.awaits_judgement
         return [
             Difference(
                 case=case,
                 anchor=f"diff-{slug(case)}",
-                title=about.title,
+                title=(observed_title(evidence) or about.title) if waiting else about.title,
                 torch=about.torch,
                 burn=about.burn,
                 fix=about.fix,
                 sources=list(about.sources),
                 documented=True,
                 evidence=evidence,
-                claim_keys=_claim_keys(diff_pairs),
+                claim_keys=keys,
+                standing=where,
+                awaits_judgement=waiting,
                 programs=programs,
             )
         ]
@@ -343,6 +394,7 @@ def case_differences(case: str, info: CaseInfo | None, pairs: list[Pair], machin
                 documented=False,
                 evidence=evidence,
                 claim_keys=_claim_keys([pair]),
+                standing=standing(_differ([pair])),
                 programs={k: v for k, v in programs.items() if k in modes},
             )
         )
@@ -392,7 +444,7 @@ def sightings(diff: Difference, snapshots: list[Snapshot], upgrades: list[Upgrad
     def add(burn: str, status: str | None, source: str) -> None:
         if status is None:
             return
-        s = found.setdefault(burn, Sighting(burn))
+        s = found.setdefault(burn, Sighting(burn, agreement=diff.agrees))
         if status == "seen":
             s.seen += 1
         elif status == "partly":
@@ -414,12 +466,13 @@ def sightings(diff: Difference, snapshots: list[Snapshot], upgrades: list[Upgrad
 
 
 def differences(
-    machines: list[Machine],
+    machines: list[MachineResults],
     cases: list[str],
     pairs: dict[str, list[Pair]],
     snapshots: list[Snapshot],
     upgrades: list[UpgradeCheck],
 ) -> list[Difference]:
+    """Every card, in the order of harm (differences first, agreements last)."""
     infos: dict[str, CaseInfo] = {}
     for m in machines:
         for info in m.doc.cases:
@@ -430,4 +483,4 @@ def differences(
         for diff in case_differences(case, infos.get(case), pairs.get(case, []), machines):
             diff.sightings = sightings(diff, snapshots, sides)
             out.append(diff)
-    return out
+    return sorted(out, key=lambda d: d.standing.order(d.case))

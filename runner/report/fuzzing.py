@@ -1,146 +1,98 @@
-"""The fuzz section of the report: what the last `burn-torch-diff fuzz` run did
-(programs, rate, divergences new and known by class, coverage) and the
-divergences it wrote as cases, with their reproducers. Read defensively: a
-missing summary means no section; an unreadable one is said on the page and
-never changes the exit code."""
+"""The fuzz section's data: what the last `burn-torch-diff fuzz` run did
+(`fuzz.json`, `runner.model.fuzz`), read defensively. A missing summary means
+no section; one that cannot be read or does not fit the model is said on the
+page (which file, which key) and never changes the exit code. The text both
+renderings show is made here, each string cut to a bounded length (a summary
+may hold anything); the renderings escape it for their own markup."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from ..errors import BadInput
+from ..fmt import short
 from ..inputs import read_json
-from .html_base import e, table
+from ..model.base import describe_errors
+from ..model.fuzz import FoundEntry, FuzzDocument
 
 DEFAULT = Path("reports") / "fuzz" / "fuzz.json"
+# A fuzz summary is a few KiB; far more is not one.
+MAX_BYTES = 16 << 20
+# At most this many characters of any one string from the summary, and this many entries of a list or count.
+TEXT_LIMIT = 200
+ENTRY_LIMIT = 30
 
 
-@dataclass
-class FuzzSummary:
+@dataclass(frozen=True)
+class FuzzSection:
+    """The fuzz summary the report shows, or why it could not be read (`error`)."""
+
     source: str
-    programs: int = 0
-    rate: float = 0.0
-    seconds: float = 0.0
-    seed: int | None = None
-    burn: str = ""
-    new: dict[str, int] = field(default_factory=dict)
-    known: dict[str, int] = field(default_factory=dict)
-    filtered: dict[str, int] = field(default_factory=dict)
-    coverage_low: list[str] = field(default_factory=list)
-    ops: int = 0
-    pairs_seen: int = 0
-    pairs_possible: int = 0
-    found: list[dict[str, str]] = field(default_factory=list)
+    doc: FuzzDocument | None = None
     error: str | None = None
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _counts(value: Any) -> dict[str, int]:
-    return {str(k): _int(v) for k, v in value.items()} if isinstance(value, dict) else {}
-
-
-def read(path: Path | None) -> FuzzSummary | None:
+def read(path: Path | None) -> FuzzSection | None:
     if path is None or not Path(path).exists():
         return None
+    source = short(str(path), TEXT_LIMIT)
     try:
-        doc = read_json(Path(path), "fuzz summary", limit=16 << 20)
+        data = read_json(Path(path), "fuzz summary", limit=MAX_BYTES)
     except BadInput as err:
-        return FuzzSummary(str(path), error=str(err))
-    if not isinstance(doc, dict) or doc.get("fuzz_schema_version") != 1:
-        return FuzzSummary(str(path), error=f"{path}: not a fuzz summary (fuzz_schema_version 1)")
-    raw_cov = doc.get("coverage")
-    cov: dict[str, Any] = raw_cov if isinstance(raw_cov, dict) else {}
-    raw_div = doc.get("divergences")
-    divergences: dict[str, Any] = raw_div if isinstance(raw_div, dict) else {}
-    found = [
-        {k: str(f.get(k, "")) for k in ("signature", "class", "case", "torch", "rust")}
-        for f in doc.get("found") or []
-        if isinstance(f, dict)
-    ]
-    rate = doc.get("programs_per_second")
-    seconds = doc.get("seconds")
-    return FuzzSummary(
-        source=str(path),
-        programs=_int(doc.get("programs")),
-        rate=float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else 0.0,
-        seconds=float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else 0.0,
-        seed=doc.get("seed") if isinstance(doc.get("seed"), int) else None,
-        burn=str(doc.get("burn") or ""),
-        new=_counts(divergences.get("new")),
-        known=_counts(divergences.get("known")),
-        filtered=_counts(doc.get("filtered")),
-        coverage_low=[str(x) for x in cov.get("below") or []],
-        ops=len(cov.get("ops") or {}),
-        pairs_seen=_int(cov.get("pairs_seen")),
-        pairs_possible=_int(cov.get("pairs_possible")),
-        found=found,
-    )
+        return FuzzSection(source, error=short(str(err), 4 * TEXT_LIMIT))
+    if not isinstance(data, dict) or data.get("fuzz_schema_version") != 1:
+        return FuzzSection(source, error=f"{source}: not a fuzz summary (fuzz_schema_version 1)")
+    try:
+        return FuzzSection(source, FuzzDocument.model_validate(data))
+    except ValidationError as err:
+        lines = describe_errors(err, FuzzDocument, limit=3)
+        return FuzzSection(source, error=f"{source}: " + f"; {source}: ".join(lines))
+
+
+def text(value: object) -> str:
+    return short(str(value), TEXT_LIMIT)
+
+
+def listed(items: list[str]) -> str:
+    shown = [text(x) for x in items[:ENTRY_LIMIT]]
+    more = f", ... and {len(items) - ENTRY_LIMIT} more" if len(items) > ENTRY_LIMIT else ""
+    return ", ".join(shown) + more
 
 
 def counts_text(counts: dict[str, int]) -> str:
-    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none"
+    return listed([f"{k} {n}" for k, n in sorted(counts.items())]) or "none"
 
 
-def markdown(summary: FuzzSummary | None) -> list[str]:
-    if summary is None:
-        return []
-    out = ["", "## Fuzzing", ""]
-    if summary.error:
-        return [*out, f"The fuzz summary could not be read: {summary.error}"]
-    out += [
-        f"{summary.programs} generated programs in {summary.seconds:g} s ({summary.rate:g}/s), seed {summary.seed}, "
-        f"{summary.burn or 'installed probe'} (`{summary.source}`).",
-        "",
-        f"- new divergences: {counts_text(summary.new)}",
-        f"- known differences met: {counts_text(summary.known)}",
-        f"- filtered: {counts_text(summary.filtered)}",
-        f"- coverage: {coverage_text(summary)}",
+def coverage_text(doc: FuzzDocument) -> str:
+    cov = doc.coverage
+    rare = f"; rare: {listed(cov.below)}" if cov.below else f", each at least {cov.at_least} times"
+    return f"{len(cov.ops)} operations{rare}; operation pairs {cov.pairs_seen} of {cov.pairs_possible}"
+
+
+def run_text(doc: FuzzDocument) -> str:
+    """`3000 generated programs in 60 s (50/s), seed 3`"""
+    seed = "?" if doc.seed is None else doc.seed
+    return f"{doc.programs} generated programs in {doc.seconds:g} s ({doc.programs_per_second:g}/s), seed {seed}"
+
+
+def facts(doc: FuzzDocument) -> list[tuple[str, str]]:
+    """The summary's rows: what each says, in bounded plain text."""
+    return [
+        ("programs", run_text(doc)),
+        ("burn", text(doc.burn or "installed probe")),
+        ("new divergences", counts_text(doc.divergences.new)),
+        ("known differences met", counts_text(doc.divergences.known)),
+        ("filtered", counts_text(doc.filtered)),
+        ("coverage", coverage_text(doc)),
     ]
-    for f in summary.found:
-        out.append(f"- written: `{f['signature']}`: `{f['case']}` (PyTorch `{f['torch']}`, Rust `{f['rust']}`)")
-    return out
 
 
-def coverage_text(summary: FuzzSummary) -> str:
-    rare = f"; rare: {', '.join(summary.coverage_low)}" if summary.coverage_low else ", each at least 10 times"
-    return f"{summary.ops} operations{rare}; operation pairs {summary.pairs_seen} of {summary.pairs_possible}"
+def found(doc: FuzzDocument) -> tuple[list[FoundEntry], int]:
+    """The divergences written, at most `ENTRY_LIMIT` of them, and how many more there are."""
+    return doc.found[:ENTRY_LIMIT], max(0, len(doc.found) - ENTRY_LIMIT)
 
 
-def html(summary: FuzzSummary | None) -> str:
-    if summary is None:
-        return ""
-    head = '<section id="fuzzing"><h2>Fuzzing</h2>'
-    if summary.error:
-        return head + f"<p>The fuzz summary could not be read: {e(summary.error)}</p></section>"
-    rows = [
-        ("programs", f"{summary.programs} in {summary.seconds:g} s ({summary.rate:g}/s), seed {summary.seed}"),
-        ("burn", summary.burn or "installed probe"),
-        ("new divergences", counts_text(summary.new)),
-        ("known differences met", counts_text(summary.known)),
-        ("filtered", counts_text(summary.filtered)),
-        ("coverage", coverage_text(summary)),
-    ]
-    facts = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows)
-    found = [
-        [
-            f"<code>{e(f[key])}</code>" if key != "class" else e(f[key])
-            for key in ("signature", "class", "case", "torch", "rust")
-        ]
-        for f in summary.found
-    ]
-    listing = (
-        "<h3>Divergences written by this run</h3>"
-        + table(["signature", "class", "case", "PyTorch reproducer", "Rust reproducer"], found, "found")
-        if summary.found
-        else "<p>No new divergence: every divergence met was filtered or is a documented difference.</p>"
-    )
-    note = f'<p class="note">From <code>{e(summary.source)}</code>.</p>'
-    return f'{head}{note}<div class="scroll"><table>{facts}</table></div>{listing}</section>'
-
-
-__all__ = ["DEFAULT", "FuzzSummary", "coverage_text", "html", "markdown", "read"]
+__all__ = ["DEFAULT", "FuzzSection", "counts_text", "coverage_text", "facts", "found", "read", "text"]

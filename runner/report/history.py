@@ -26,11 +26,11 @@ from pathlib import Path
 
 from ..atomic import write_together
 from ..errors import BadInput, Infrastructure
+from ..escape import quote
 from ..inputs import read_json
-from ..model.base import quote
 from ..model.results import Provenance, ResultsDocument
 from ..results import dump, load_results
-from .machines import Machine, utc
+from .machines import MachineResults, utc
 
 MARKER = "HISTORY.json"
 LOCK_TIMEOUT_S = 600.0
@@ -68,7 +68,7 @@ def stamp_of(provenance: Provenance) -> str:
     return utc(provenance.started).strftime("%Y%m%dT%H%M%SZ")
 
 
-def entry_name(machine: Machine, n: int = 1) -> str:
+def entry_name(machine: MachineResults, n: int = 1) -> str:
     burn = re.sub(r"[^A-Za-z0-9.+]", "-", machine.provenance.burn or "unknown")[:60]
     suffix = f"~{n}" if n > 1 else ""
     return f"{stamp_of(machine.provenance)}__burn-{burn}__{machine.fingerprint}{suffix}.json"
@@ -111,13 +111,15 @@ class History:
 
     def latest(self, fingerprint: str) -> Entry | None:
         """The latest entry of the machine with this fingerprint."""
-        mine = [e for e in self.entries() if e.fingerprint == fingerprint]
+        mine = [entry for entry in self.entries() if entry.fingerprint == fingerprint]
         return mine[-1] if mine else None
 
-    def previous(self, machine: Machine) -> Entry | None:
+    def previous(self, machine: MachineResults) -> Entry | None:
         """The latest entry of the same machine that started before this run."""
         stamp = stamp_of(machine.provenance)
-        earlier = [e for e in self.entries() if e.fingerprint == machine.fingerprint and e.stamp < stamp]
+        earlier = [
+            entry for entry in self.entries() if entry.fingerprint == machine.fingerprint and entry.stamp < stamp
+        ]
         return earlier[-1] if earlier else None
 
     @contextmanager
@@ -141,7 +143,7 @@ class History:
         finally:
             os.close(fd)  # releases the lock
 
-    def planned(self, machine: Machine) -> tuple[Path, str | None]:
+    def planned(self, machine: MachineResults) -> tuple[Path, str | None]:
         """Where this run's entry goes and what it holds (None: it is already
         recorded there). Call it holding the lock, and write before letting go."""
         text = dump(machine.doc)
@@ -163,7 +165,7 @@ class History:
         path = self.folder / MARKER
         return [] if os.path.lexists(path) else [(path, json.dumps(MARKER_DOC, indent=1) + "\n")]
 
-    def add(self, machine: Machine) -> Path:
+    def add(self, machine: MachineResults) -> Path:
         """Record a run on its own (atomically); a run already recorded is not written twice."""
         with self.locked():
             path, text = self.planned(machine)

@@ -17,6 +17,7 @@ from typing import Any
 from ..frameworks import P10_MODES
 from ..model.case import RunRef
 from . import svg
+from .code import ProgramCode
 
 # Okabe-Ito
 BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY, BLACK, YELLOW = (
@@ -56,7 +57,8 @@ def mode_style(framework: str, mode: str, modes: list[str]) -> svg.Style:
     return svg.Style(MODE_COLORS[i % len(MODE_COLORS)], dash, svg.MARKERS[i % len(svg.MARKERS)])
 
 
-def e(value: Any) -> str:
+def esc(value: Any) -> str:
+    """A value as HTML text (`<`, `&` and quotes escaped): everything from a results file passes here."""
     return escape(str(value))
 
 
@@ -71,7 +73,7 @@ def prose(text: str) -> str:
 def num(text: str, sort: float | None = None) -> str:
     """A number cell; `sort` is what the table script sorts by."""
     key = "" if sort is None else f' data-sort="{sort:.6g}"'
-    return f'<td class="num"{key}>{e(text)}</td>'
+    return f'<td class="num"{key}>{esc(text)}</td>'
 
 
 def verdict(passed: bool | None) -> str:
@@ -92,12 +94,12 @@ def holds_text(holds: tuple[int, int]) -> str:
     return f"holds on {passed} of {checked} machines"
 
 
-def code_pair(source: str, torch_code: str | None, burn_code: str | None) -> str:
+def code_pair(code: ProgramCode) -> str:
     """A program as PyTorch and as burn code, side by side (its source where a rendering is missing)."""
     return (
         '<div class="code2">'
-        f"<figure><figcaption>PyTorch</figcaption><pre><code>{e(torch_code or source)}</code></pre></figure>"
-        f"<figure><figcaption>burn</figcaption><pre><code>{e(burn_code or source)}</code></pre></figure></div>"
+        f"<figure><figcaption>PyTorch</figcaption><pre><code>{esc(code.torch or code.source)}</code></pre></figure>"
+        f"<figure><figcaption>burn</figcaption><pre><code>{esc(code.burn or code.source)}</code></pre></figure></div>"
     )
 
 
@@ -109,7 +111,7 @@ def table(header: list[str], rows: list[list[str]], cls: str = "", name: str = "
     body = "".join(
         "<tr>" + "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
     )
-    label = f' data-name="{e(name)}"' if name else ""
+    label = f' data-name="{esc(name)}"' if name else ""
     return (
         f'<div class="scroll"><table class="{cls}"{label}><thead><tr>{head}</tr></thead>'
         f"<tbody>{body}</tbody></table></div>"
@@ -144,6 +146,9 @@ input.filter { font: inherit; font-size: 13px; padding: 2px 6px; margin: .4em 0 
 .cards { display: grid; gap: 12px; }
 .card { overflow-wrap: break-word; border: 1px solid #aaa; border-left: 7px solid var(--burn); border-radius: 4px; padding: .5em .9em .7em; background: #fff; }
 .card.gone { border-left-color: var(--fix); border-left-style: double; }
+.card.agreement { border-left-color: var(--fix); } .card.awaits { border-left-style: dashed; }
+p.kinds { margin: .1em 0 .2em; font-size: 14px; }
+h3.kind { margin: .5em 0 .3em; font-size: 13px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
 .card h3 { margin: .1em 0 .4em; font-size: 1.12em; } .card h3 .case { font-weight: normal; color: var(--muted); font-size: .85em; }
 .card .body { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 6fr); gap: .3em 1.4em; }
 .card .label { font-size: 11.5px; font-weight: bold; text-transform: uppercase; letter-spacing: .05em; margin: .35em 0 .05em; }

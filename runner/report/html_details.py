@@ -6,13 +6,15 @@ observations; the pair tables and checkpoints behind disclosures."""
 
 from __future__ import annotations
 
-from ..fmt import fmt, gflops_text, outcome_text, repeated, slope_text
+from ..fmt import gflops_text, outcome_text, repeated, slope_text, value_text
 from ..model.results import CaseInfo, RunRecord
 from . import svg
+from .code import program_code
 from .differences import slug, summarize
-from .html_base import code_pair, e, mode_style, num, pair_styles, prose, table, verdict
-from .machines import Machine
-from .model import PAIR_ROWS, Pair, Report, claim_text, run_cell, side_key
+from .html_base import code_pair, esc, mode_style, num, pair_styles, prose, table, verdict
+from .machines import MachineResults
+from .model import PAIR_ROWS, Report, run_cell
+from .pairs import Pair, claim_text, side_key
 
 PANEL_POINTS = 200  # points per series in a small panel (each about 2 px wide)
 
@@ -62,7 +64,7 @@ def _planned(runs: list[RunRecord]) -> float:
     return float(max(max(r.metrics.last_window[1] if r.metrics.last_window else 0, len(r.step_ms)) for r in runs))
 
 
-def _pair_panels(report: Report, case: str, machine: Machine, pairs: list[Pair]) -> str:
+def _pair_panels(report: Report, case: str, machine: MachineResults, pairs: list[Pair]) -> str:
     panels = []
     for pair in pairs:
         present = [(ref, r) for ref in (pair.a, pair.b) if (r := machine.run(side_key(case, ref))) is not None]
@@ -86,7 +88,7 @@ def _pair_panels(report: Report, case: str, machine: Machine, pairs: list[Pair])
         title = f"{pair.a} vs {pair.b}"
         x_range = (1.0, _planned([r for _, r in present]))
         known = [v for p in pair.claims if (v := report.claim_verdict(machine, pair, p)) is not None]
-        caption = f"<figcaption>{e(claim_text(pair))} {verdict(all(known) if known else None)}</figcaption>"
+        caption = f"<figcaption>{esc(claim_text(pair))} {verdict(all(known) if known else None)}</figcaption>"
         steps_plot = svg.plot(
             steps,
             title=title,
@@ -122,17 +124,17 @@ def _pair_panels(report: Report, case: str, machine: Machine, pairs: list[Pair])
     group = svg.group_size(max(len(r.step_ms) for r in case_runs), PANEL_POINTS)
     thinned = f"each point the median of {group} consecutive steps" if group > 1 else "every step"
     return (
-        f'<h4>Step time, pair by pair ({e(machine.label)})</h4><div class="multiples">{"".join(steps_figs)}</div>'
+        f'<h4>Step time, pair by pair ({esc(machine.label)})</h4><div class="multiples">{"".join(steps_figs)}</div>'
         f'<p class="note">Wall time per training step ({thinned}); the panels share their axes. Torch: solid, blue, circles; burn: dashed, '
         "vermillion, squares (a pair within one framework: its first run in green, dotted, diamonds). "
         "A cross on the axis: where a run stopped.</p>"
-        f'<h4>Memory growth since the end of warm-up ({e(machine.label)})</h4><div class="multiples">{"".join(growth_figs)}</div>'
+        f'<h4>Memory growth since the end of warm-up ({esc(machine.label)})</h4><div class="multiples">{"".join(growth_figs)}</div>'
         f'<p class="note">Resident set size minus its value at the end of warm-up (step {end}; the panels share their axes), so that the '
         "frameworks' start-up allocations (torch's ~160 MiB) do not hide a growth of a few MiB.</p>"
     )
 
 
-def _full_plots(case: str, machine: Machine) -> str:
+def _full_plots(case: str, machine: MachineResults) -> str:
     runs = machine.runs_of(case)
     modes = [r.mode for r in runs]
     step_series, rss_series = [], []
@@ -162,7 +164,7 @@ def _full_plots(case: str, machine: Machine) -> str:
         height=260,
     )
     return (
-        f"<details><summary>The full step series: every run of {e(case)} on one plot ({e(machine.label)})</summary>"
+        f"<details><summary>The full step series: every run of {esc(case)} on one plot ({esc(machine.label)})</summary>"
         f'<div class="plots">{plots}</div><p class="note">{caption}RSS: the worker\'s resident set size at each '
         "checkpoint (and every few steps where the run sampled it), minus its value before the loop. Colour and "
         "marker: the mode; solid: torch, dashed: burn.</p></details>"
@@ -173,7 +175,7 @@ def runs_table(report: Report, case: str) -> str:
     header = ["run"]
     multi = len(report.machines) > 1
     for m in report.machines:
-        prefix = f"{e(m.label)}<br>" if multi else ""
+        prefix = f"{esc(m.label)}<br>" if multi else ""
         header += [
             f"{prefix}outcome",
             "ref median ms",
@@ -187,7 +189,7 @@ def runs_table(report: Report, case: str) -> str:
         ]
     rows = []
     for key in report.run_keys(case):
-        row = [e(f"{key[1]}/{key[2]}")]
+        row = [esc(f"{key[1]}/{key[2]}")]
         for m in report.machines:
             run = m.run(key)
             if run is None:
@@ -196,28 +198,28 @@ def runs_table(report: Report, case: str) -> str:
             mt = run.metrics
             slope = mt.slope_ms_per_1000
             row += [
-                e(outcome_text(run)),
+                esc(outcome_text(run)),
                 num(repeated(mt, "reference_median_ms", ".3f"), mt.reference_median_ms),
                 num(repeated(mt, "last_median_ms", ".3f"), mt.last_median_ms),
                 num(repeated(mt, "slowdown_ratio", ".2f"), mt.slowdown_ratio),
                 num(gflops_text(mt, m.doc.provenance.peak_gflops), mt.gflops),
                 num(slope_text(mt), slope.value if slope else None),
-                num(fmt(mt.rss_growth_mib_per_1000, ".2f")),
-                e(fmt(mt.tracked)),
-                num(fmt(run.wall_s, ".1f")),
+                num(value_text(mt.rss_growth_mib_per_1000, ".2f")),
+                esc(value_text(mt.tracked)),
+                num(value_text(run.wall_s, ".1f")),
             ]
         rows.append(row)
     return table(header, rows, "runs sortable", f"runs of {case}")
 
 
-def _checkpoint_table(case: str, machine: Machine) -> str:
+def _checkpoint_table(case: str, machine: MachineResults) -> str:
     runs = machine.runs_of(case)
     steps = sorted({c.step for r in runs for c in r.checkpoints})
     header = ["run"] + [f"step {s}" for s in steps] + ["tracked", "flags at the last checkpoint"]
     rows = []
     for r in runs:
         by_step = {c.step: c for c in r.checkpoints}
-        row = [e(f"{r.framework}/{r.mode}")]
+        row = [esc(f"{r.framework}/{r.mode}")]
         for s in steps:
             c = by_step.get(s)
             if c is None:
@@ -225,12 +227,12 @@ def _checkpoint_table(case: str, machine: Machine) -> str:
                 continue
             delta = c.rss_delta_mib
             rss = "rss n/a" if delta is None else f"{delta:+.1f} MiB"
-            row.append(f'<td class="num">{c.ms_per_step:.3f} ms<br>{e(rss)}</td>')
-        flags = ", ".join(f"{k}={fmt(v)}" for k, v in r.checkpoints[-1].flags.items()) if r.checkpoints else ""
-        row += [e(fmt(r.metrics.tracked)), e(flags or "-")]
+            row.append(f'<td class="num">{c.ms_per_step:.3f} ms<br>{esc(rss)}</td>')
+        flags = ", ".join(f"{k}={value_text(v)}" for k, v in r.checkpoints[-1].flags.items()) if r.checkpoints else ""
+        row += [esc(value_text(r.metrics.tracked)), esc(flags or "-")]
         rows.append(row)
     return (
-        f'<details><summary>Checkpoints ({e(machine.label)})</summary><p class="note">Mean ms per step over the '
+        f'<details><summary>Checkpoints ({esc(machine.label)})</summary><p class="note">Mean ms per step over the '
         "segment ending at the checkpoint, and RSS delta.</p>" + table(header, rows, "checkpoints") + "</details>"
     )
 
@@ -240,23 +242,23 @@ def pair_tables(report: Report, case: str) -> str:
     for pair in report.pairs(case):
         header = ["property"]
         for m in report.machines:
-            prefix = f"{e(m.label)}<br>" if len(report.machines) > 1 else ""
-            header += [f"{prefix}{e(pair.a)}", e(pair.b), "claim"]
+            prefix = f"{esc(m.label)}<br>" if len(report.machines) > 1 else ""
+            header += [f"{prefix}{esc(pair.a)}", esc(pair.b), "claim"]
         rows = []
         for label, prop in PAIR_ROWS:
-            row = [e(label)]
+            row = [esc(label)]
             for m in report.machines:
                 ra, rb = m.run(side_key(case, pair.a)), m.run(side_key(case, pair.b))
                 cls = ' class="panic"' if label == "panic" else ""
-                row += [f"<td{cls}>{e(run_cell(ra, label))}</td>", f"<td{cls}>{e(run_cell(rb, label))}</td>"]
+                row += [f"<td{cls}>{esc(run_cell(ra, label))}</td>", f"<td{cls}>{esc(run_cell(rb, label))}</td>"]
                 if prop in pair.claims:
-                    row.append(f"{e(pair.claims[prop])}: {e(prop)} {verdict(report.claim_verdict(m, pair, prop))}")
+                    row.append(f"{esc(pair.claims[prop])}: {esc(prop)} {verdict(report.claim_verdict(m, pair, prop))}")
                 else:
                     row.append("-")
             rows.append(row)
         out.append(
-            f'<h4 class="pair">{e(pair.a)} vs {e(pair.b)}</h4>'
-            f"<p>Claim: {e(claim_text(pair))}. {e(pair.reason)}</p>" + table(header, rows, "pair")
+            f'<h4 class="pair">{esc(pair.a)} vs {esc(pair.b)}</h4>'
+            f"<p>Claim: {esc(claim_text(pair))}. {esc(pair.reason)}</p>" + table(header, rows, "pair")
         )
     return "".join(out)
 
@@ -266,7 +268,7 @@ def _programs(info: CaseInfo) -> str:
         return ""
     blocks = []
     for name, p in info.programs.items():
-        blocks.append(f"<h4>Variant <code>{e(name)}</code></h4>" + code_pair(p.source, p.torch_code, p.burn_code))
+        blocks.append(f"<h4>Variant <code>{esc(name)}</code></h4>" + code_pair(program_code(p)))
     return "<h3>Programs</h3>" + "".join(blocks)
 
 
@@ -275,16 +277,16 @@ def _observation_cells(run: RunRecord | None, label: str) -> list[str]:
     if not found:
         return ["-", "-", "-", "-"]
     o = found[-1]
-    flags = f"tracked {fmt(o.flags.tracked)}, requires_grad {fmt(o.flags.requires_grad)}"
+    flags = f"tracked {value_text(o.flags.tracked)}, requires_grad {value_text(o.flags.requires_grad)}"
     return [
-        e(o.shape),
-        f'<td class="panic">{e(summarize(o.values) if o.values is not None else "-")}</td>',
-        f'<td class="panic">{e(summarize(o.grad) if o.grad is not None else "-")}</td>',
-        e(flags),
+        esc(o.shape),
+        f'<td class="panic">{esc(summarize(o.values) if o.values is not None else "-")}</td>',
+        f'<td class="panic">{esc(summarize(o.grad) if o.grad is not None else "-")}</td>',
+        esc(flags),
     ]
 
 
-def _observations(report: Report, case: str, machine: Machine) -> str:
+def _observations(report: Report, case: str, machine: MachineResults) -> str:
     runs = machine.runs_of(case)
     if not any(r.observations for r in runs):
         return ""
@@ -295,22 +297,22 @@ def _observations(report: Report, case: str, machine: Machine) -> str:
         if not labels:
             continue
         header = ["observed"] + [
-            f"{e(ref)}<br>{h}" for ref in (pair.a, pair.b) for h in ("shape", "values", "grad", "flags")
+            f"{esc(ref)}<br>{h}" for ref in (pair.a, pair.b) for h in ("shape", "values", "grad", "flags")
         ]
-        rows = [[e(label), *_observation_cells(ra, label), *_observation_cells(rb, label)] for label in labels]
+        rows = [[esc(label), *_observation_cells(ra, label), *_observation_cells(rb, label)] for label in labels]
         stopped = [
             f"{r.framework}/{r.mode}: {outcome_text(r)} ({r.failure.message})" for r in (ra, rb) if r and r.failure
         ]
-        note = f'<p class="note">{e("; ".join(stopped))}</p>' if stopped else ""
+        note = f'<p class="note">{esc("; ".join(stopped))}</p>' if stopped else ""
         out.append(
-            f'<h4 class="pair">Observations: {e(pair.a)} vs {e(pair.b)} ({e(machine.label)})</h4>{note}'
+            f'<h4 class="pair">Observations: {esc(pair.a)} vs {esc(pair.b)} ({esc(machine.label)})</h4>{note}'
             + table(header, rows, "observations")
         )
     return "".join(out)
 
 
 def section(report: Report, case: str, info: CaseInfo | None) -> str:
-    parts = [f'<section class="case" id="case-{slug(case)}"><h2>Details: case {e(case)}</h2>']
+    parts = [f'<section class="case" id="case-{slug(case)}"><h2>Details: case {esc(case)}</h2>']
     if info is not None and info.description:
         parts.append(f"<p>{prose(' '.join(info.description.split()))}</p>")
     pairs = report.pairs(case)

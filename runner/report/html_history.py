@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..fmt import fmt
+from ..fmt import value_text
+from ..model.results import RunKey
 from . import svg
-from .html_base import BURN, TORCH, e, num, table
-from .machines import Machine
+from .html_base import BURN, TORCH, esc, num, table
+from .machines import MachineResults
 from .model import Report
-from .trend import RunKey, RunNumbers, Snapshot, version_changes
+from .trend import RunNumbers, Snapshot, version_changes
 from .upgrades import UpgradeCheck
 
 ENTRY_ROWS = 10  # snapshots in the table of every entry (newest)
@@ -45,12 +46,12 @@ def _upgrade_text(checks: list[UpgradeCheck], key: RunKey) -> str:
                 continue
             before = row.before.metrics.slowdown_ratio if row.before and row.before.metrics else None
             after = row.after.metrics.slowdown_ratio if row.after and row.after.metrics else None
-            ratio = f" (ratio ×{fmt(before, '.2f')} → ×{fmt(after, '.2f')})" if before or after else ""
+            ratio = f" (ratio ×{value_text(before, '.2f')} → ×{value_text(after, '.2f')})" if before or after else ""
             out.append(f"{check.label}: {row.klass}{ratio}")
     return "; ".join(out)
 
 
-def _machine(report: Report, machine: Machine, line: list[Snapshot]) -> str:
+def _machine(report: Report, machine: MachineResults, line: list[Snapshot]) -> str:
     if not line:
         return ""
     changes = version_changes(line)
@@ -61,11 +62,11 @@ def _machine(report: Report, machine: Machine, line: list[Snapshot]) -> str:
     left_out = report.history.left_out.get(machine.fingerprint, 0)
     older = f" (and {left_out} older entries, not shown)" if left_out else ""
     head = (
-        f"<h3>{e(machine.label)}: {len(line)} run{'s' * (len(line) != 1)}, {e(line[0].date)} to "
-        f"{e(line[-1].date)} UTC{older}</h3><p>{e(versions)}.</p>"
+        f"<h3>{esc(machine.label)}: {len(line)} run{'s' * (len(line) != 1)}, {esc(line[0].date)} to "
+        f"{esc(line[-1].date)} UTC{older}</h3><p>{esc(versions)}.</p>"
     )
     strip = svg.version_strip(burns)
-    header = ["case", "run", *(f"{e(name)}<br>{strip}" for name, _, _ in METRICS), "outcome, oldest first"]
+    header = ["case", "run", *(f"{esc(name)}<br>{strip}" for name, _, _ in METRICS), "outcome, oldest first"]
     upgrades = bool(report.upgrades)
     if upgrades:
         header.append("upgrade checks")
@@ -76,10 +77,10 @@ def _machine(report: Report, machine: Machine, line: list[Snapshot]) -> str:
         if all(v is None for v in values):
             continue
         style = TORCH if key[1] == "torch" else BURN
-        row = [e(key[0]), e(f"{key[1]}/{key[2]}")]
+        row = [esc(key[0]), esc(f"{key[1]}/{key[2]}")]
         for name, get, spec in METRICS:
             numbers = [get(v) if v is not None else None for v in values]
-            titles = [f"{s.date} burn {s.burn}: {name} {fmt(x, spec)}" for s, x in zip(line, numbers)]
+            titles = [f"{s.date} burn {s.burn}: {name} {value_text(x, spec)}" for s, x in zip(line, numbers)]
             failed = [v is not None and v.outcome != "ok" and get(v) is None for v in values]
             latest = numbers[current]
             if all(x is None for x in numbers):
@@ -88,11 +89,11 @@ def _machine(report: Report, machine: Machine, line: list[Snapshot]) -> str:
             spark = svg.sparkline(numbers, titles=titles, failed=failed, changes=changes, style=style)
             row.append(
                 f'<td class="num" data-sort="{"" if latest is None else f"{latest:.6g}"}">'
-                f'<div class="sparkcell">{spark}<span>{e(fmt(latest, spec))}</span></div></td>'
+                f'<div class="sparkcell">{spark}<span>{esc(value_text(latest, spec))}</span></div></td>'
             )
-        row.append(e(_outcomes(values)))
+        row.append(esc(_outcomes(values)))
         if upgrades:
-            row.append(e(_upgrade_text(report.upgrades, key)) or "-")
+            row.append(esc(_upgrade_text(report.upgrades, key)) or "-")
         rows.append(row)
     return (
         head
@@ -110,16 +111,16 @@ def _entries(line: list[Snapshot]) -> str:
         for key, n in s.runs.items():
             rows.append(
                 [
-                    f'<td data-sort="{e(s.stamp)}">{e(s.date)}</td>',
-                    e(s.burn),
-                    e((s.commit or "-")[:10]),
-                    e(s.source),
-                    e(key[0]),
-                    e(f"{key[1]}/{key[2]}"),
-                    e(n.outcome_text),
-                    num(fmt(n.ratio, ".2f")),
-                    num(fmt(n.last_ms, ".3g")),
-                    num(fmt(n.rss, ".2f")),
+                    f'<td data-sort="{esc(s.stamp)}">{esc(s.date)}</td>',
+                    esc(s.burn),
+                    esc((s.commit or "-")[:10]),
+                    esc(s.source),
+                    esc(key[0]),
+                    esc(f"{key[1]}/{key[2]}"),
+                    esc(n.outcome_text),
+                    num(value_text(n.ratio, ".2f")),
+                    num(value_text(n.last_ms, ".3g")),
+                    num(value_text(n.rss, ".2f")),
                 ]
             )
     more = f" (the newest {ENTRY_ROWS} of {len(line)})" if len(line) > ENTRY_ROWS else ""
@@ -148,25 +149,27 @@ def _upgrades(report: Report) -> str:
             b, a = row.before, row.after
             rows.append(
                 [
-                    e(check.label),
-                    e(builds),
-                    e(row.case),
-                    e(row.run),
-                    f"<b>{e(row.klass)}</b>",
+                    esc(check.label),
+                    esc(builds),
+                    esc(row.case),
+                    esc(row.run),
+                    f"<b>{esc(row.klass)}</b>",
                     num(
-                        f"×{fmt(b.metrics.slowdown_ratio if b and b.metrics else None, '.2f')} → "
-                        f"×{fmt(a.metrics.slowdown_ratio if a and a.metrics else None, '.2f')}"
+                        f"×{value_text(b.metrics.slowdown_ratio if b and b.metrics else None, '.2f')} → "
+                        f"×{value_text(a.metrics.slowdown_ratio if a and a.metrics else None, '.2f')}"
                     ),
-                    e(f"{(b.outcome if b else None) or '-'} → {(a.outcome if a else None) or '-'}"),
-                    "<br>".join(e(f) for f in row.findings) or "-",
+                    esc(f"{(b.outcome if b else None) or '-'} → {(a.outcome if a else None) or '-'}"),
+                    "<br>".join(esc(f) for f in row.findings) or "-",
                 ]
             )
     if rows:
         header = ["check", "probe builds", "case", "run", "class", "slowdown ratio", "outcome", "findings"]
         out.append(table(header, rows, "upgrades sortable filterable", "upgrade checks"))
-        out.append(f'<p class="note">Read from {", ".join(f"<code>{e(c.path)}</code>" for c in report.upgrades)}.</p>')
+        out.append(
+            f'<p class="note">Read from {", ".join(f"<code>{esc(c.path)}</code>" for c in report.upgrades)}.</p>'
+        )
     if report.unreadable_upgrades:
-        items = "".join(f"<li><code>{e(u.path)}</code>: {e(u.reason)}</li>" for u in report.unreadable_upgrades)
+        items = "".join(f"<li><code>{esc(u.path)}</code>: {esc(u.reason)}</li>" for u in report.unreadable_upgrades)
         out.append(f'<p class="note">Left out (could not be read):</p><ul class="note">{items}</ul>')
     return "".join(out)
 
@@ -180,7 +183,7 @@ def section(report: Report) -> str:
     if view is not None:
         parts += [_machine(report, m, view.timeline(m)) for m in report.machines]
         if view.skipped:
-            items = "".join(f"<li><code>{e(name)}</code>: {e(reason)}</li>" for name, reason in view.skipped)
+            items = "".join(f"<li><code>{esc(name)}</code>: {esc(reason)}</li>" for name, reason in view.skipped)
             parts.append(
                 f'<p class="note">History entries left out (could not be read):</p><ul class="note">{items}</ul>'
             )

@@ -10,28 +10,29 @@ box to the tables, and opens every disclosure for printing."""
 
 from __future__ import annotations
 
-from ..fmt import fmt, observed_text
+from ..errors import ExitCode
+from ..fmt import observed_text, value_text
 from ..model.results import CaseInfo
-from . import fuzzing, html_cards, html_details, html_history
+from . import html_cards, html_details, html_fuzz, html_history
 from .differences import slug
-from .html_base import CSS, SCRIPT, e, table, verdict
+from .html_base import CSS, SCRIPT, esc, table, verdict
 from .model import RSS_NOTE, Report, previous_text
 
 
 def _expectations(report: Report) -> str:
     header = ["case", "subject", "check", "expected"]
     for m in report.machines:
-        prefix = f"{e(m.label)}<br>" if len(report.machines) > 1 else ""
+        prefix = f"{esc(m.label)}<br>" if len(report.machines) > 1 else ""
         header += [f"{prefix}observed", "verdict"]
     rows = []
     for first, per_machine in report.expectation_rows():
-        row = [e(first.case), e(first.subject), e(first.check), e(fmt(first.expected))]
+        row = [esc(first.case), esc(first.subject), esc(first.check), esc(value_text(first.expected))]
         for item in per_machine:
-            row += ["-", "-"] if item is None else [e(observed_text(item)), verdict(item.passed)]
+            row += ["-", "-"] if item is None else [esc(observed_text(item)), verdict(item.passed)]
         rows.append(row)
     counts = "; ".join(
-        f"{e(m.label)}: {sum(e.passed for e in m.doc.expectations)} hold, "
-        f"{sum(not e.passed for e in m.doc.expectations)} do not hold"
+        f"{esc(m.label)}: {sum(check.passed for check in m.doc.expectations)} hold, "
+        f"{sum(not check.passed for check in m.doc.expectations)} do not hold"
         for m in report.machines
     )
     skipped = [(m, item) for m in report.machines for item in m.doc.not_applicable]
@@ -40,7 +41,7 @@ def _expectations(report: Report) -> str:
         note = (
             "<p>Not checked (limited to other burn versions): "
             + "; ".join(
-                f"{e(m.label)} {e(i.case)} {e(i.subject)} (burn_versions {e(i.burn_versions)}, ran {e(i.burn)})"
+                f"{esc(m.label)} {esc(i.case)} {esc(i.subject)} (burn_versions {esc(i.burn_versions)}, ran {esc(i.burn)})"
                 for m, i in skipped
             )
             + "</p>"
@@ -54,19 +55,21 @@ def _expectations(report: Report) -> str:
 def _changes(report: Report) -> str:
     out = [
         f'<section id="changes"><h2>What changed since the previous run</h2>'
-        f'<p class="note">Step times moved beyond noise when, {e(report.rule)}. {e(RSS_NOTE)}</p>'
+        f'<p class="note">Step times moved beyond noise when, {esc(report.rule)}. {esc(RSS_NOTE)}</p>'
     ]
     for m, comparison in zip(report.machines, report.comparisons, strict=True):
         if comparison.previous is None:
-            out.append(f"<p><b>{e(m.label)}</b>: {e(comparison.note)}</p>")
+            out.append(f"<p><b>{esc(m.label)}</b>: {esc(comparison.note)}</p>")
             continue
         prev = comparison.previous
-        head = f"<p><b>{e(m.label)}</b> compared with <code>{e(prev.name)}</code> ({e(previous_text(comparison))})"
+        head = (
+            f"<p><b>{esc(m.label)}</b> compared with <code>{esc(prev.name)}</code> ({esc(previous_text(comparison))})"
+        )
         if not comparison.changes:
             out.append(head + ": nothing changed.</p>")
             continue
         out.append(head + f": {len(comparison.changes)} change(s).</p>")
-        rows = [[e(c.kind), e(c.subject), e(c.before), e(c.after), e(c.detail)] for c in comparison.changes]
+        rows = [[esc(c.kind), esc(c.subject), esc(c.before), esc(c.after), esc(c.detail)] for c in comparison.changes]
         out.append(table(["change", "what", "before", "now", "detail"], rows, "changes sortable filterable", "changes"))
     out.append("</section>")
     return "".join(out)
@@ -89,13 +92,13 @@ PROVENANCE_FIELDS = (
 
 
 def _footer(report: Report) -> str:
-    header = ["", *(e(m.label) for m in report.machines)]
-    rows = [[e(k), *(e(fmt(getattr(m.provenance, k))) for m in report.machines)] for k in PROVENANCE_FIELDS]
-    rows.append(["fingerprint", *(e(m.fingerprint) for m in report.machines)])
-    rows.append(["results from", *(e(", ".join(m.sources)) for m in report.machines)])
+    header = ["", *(esc(m.label) for m in report.machines)]
+    rows = [[esc(k), *(esc(value_text(getattr(m.provenance, k))) for m in report.machines)] for k in PROVENANCE_FIELDS]
+    rows.append(["fingerprint", *(esc(m.fingerprint) for m in report.machines)])
+    rows.append(["results from", *(esc(", ".join(m.sources)) for m in report.machines)])
     return (
         f'<footer id="provenance"><h2>Provenance</h2>{table(header, rows, "provenance")}'
-        f"<p>Report generated {e(report.generated)} by <code>burn-torch-diff report</code>.</p></footer>"
+        f"<p>Report generated {esc(report.generated)} by <code>burn-torch-diff report</code>.</p></footer>"
     )
 
 
@@ -108,19 +111,21 @@ def _infos(report: Report) -> dict[str, CaseInfo]:
 
 
 def _header(report: Report) -> str:
-    status_cls = "ok" if report.exit_code == 0 else "attention"
+    status_cls = "ok" if report.exit_code == ExitCode.OK else "attention"
     burns = ", ".join(dict.fromkeys(m.provenance.burn or "?" for m in report.machines))
     torches = ", ".join(dict.fromkeys(m.provenance.torch or "?" for m in report.machines))
     machines = ", ".join(m.label for m in report.machines)
     cases = report.cases()
-    links = [("#differences", "Differences"), ("#changes", "Changes"), ("#history", "History")]
+    links = [("#differences", "Differences")]
+    links += [("#agreements", "Agreements")] if report.agreeing else []
+    links += [("#changes", "Changes"), ("#history", "History")]
     links += [(f"#case-{slug(c)}", f"Case {c}") for c in cases]
     links += [("#expectations", "Expectations"), ("#provenance", "Provenance")]
-    nav = " ".join(f'<a href="{href}">{e(text)}</a>' for href, text in links)
+    nav = " ".join(f'<a href="{href}">{esc(text)}</a>' for href, text in links)
     return (
         "<header><h1>burn-torch-diff: where burn differs from PyTorch</h1>"
-        f'<p class="status {status_cls}">{e(report.status())}</p>'
-        f'<p class="meta">burn {e(burns)} · torch {e(torches)} · {e(machines)} · generated {e(report.generated)}</p>'
+        f'<p class="status {status_cls}">{esc(report.status())}</p>'
+        f'<p class="meta">burn {esc(burns)} · torch {esc(torches)} · {esc(machines)} · generated {esc(report.generated)}</p>'
         f'<nav class="toc">{nav}</nav></header>'
     )
 
@@ -135,10 +140,11 @@ def render(report: Report) -> str:
         _header(report),
         "<main>",
         html_cards.section(report),
+        html_cards.agreements(report),
         html_cards.failing(report),
         _changes(report),
         html_history.section(report),
-        fuzzing.html(report.fuzz),
+        html_fuzz.section(report.fuzz),
     ]
     parts += [html_details.section(report, case, infos.get(case)) for case in report.cases()]
     parts += [_expectations(report), "</main>", _footer(report), f"<script>{SCRIPT}</script>", "</body></html>\n"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadInput
-from ..model.results import Provenance, ResultsDocument, RunRecord, Summary, Verdict
+from ..model.results import ClaimKey, Provenance, ResultsDocument, RunKey, RunRecord, Summary, Verdict
 
 FINGERPRINT_FIELDS = ("cpu", "machine", "cores", "system")
 
@@ -34,8 +34,9 @@ def utc(when: dt.datetime) -> dt.datetime:
 
 
 @dataclass
-class Machine:
-    """The results of one machine: one document (several files merged into one)."""
+class MachineResults:
+    """The results of one machine (a host, told apart by its fingerprint): one document
+    (several files merged into one)."""
 
     fingerprint: str
     doc: ResultsDocument
@@ -49,17 +50,17 @@ class Machine:
     def label(self) -> str:
         return f"{self.provenance.machine} {self.fingerprint[:6]}"
 
-    def run(self, key: tuple[str, str, str]) -> RunRecord | None:
+    def run(self, key: RunKey) -> RunRecord | None:
         return self.doc.run(key)
 
     def runs_of(self, case: str) -> list[RunRecord]:
         return [r for r in self.doc.runs if r.case == case]
 
-    def verdict(self, key: tuple[str, str, str]) -> Verdict | None:
-        return next((e for e in self.doc.expectations if e.key == key), None)
+    def verdict(self, key: ClaimKey) -> Verdict | None:
+        return next((verdict for verdict in self.doc.expectations if verdict.key == key), None)
 
 
-def _merge(into: Machine, doc: ResultsDocument, source: str) -> None:
+def _merge(into: MachineResults, doc: ResultsDocument, source: str) -> None:
     """Add another document of the same machine (other cases) to `into`."""
     mine = {r.key for r in into.doc.runs}
     for run in doc.runs:
@@ -90,13 +91,13 @@ def _merge(into: Machine, doc: ResultsDocument, source: str) -> None:
     into.sources.append(source)
 
 
-def group(documents: list[tuple[ResultsDocument, str]]) -> list[Machine]:
-    """One Machine per fingerprint, in the order they first appear."""
-    machines: dict[str, Machine] = {}
+def group(documents: list[tuple[ResultsDocument, str]]) -> list[MachineResults]:
+    """One MachineResults per fingerprint, in the order they first appear."""
+    machines: dict[str, MachineResults] = {}
     for doc, source in documents:
         fp = fingerprint(doc.provenance)
         if fp in machines:
             _merge(machines[fp], doc, source)
         else:
-            machines[fp] = Machine(fp, doc, [source])
+            machines[fp] = MachineResults(fp, doc, [source])
     return list(machines.values())

@@ -1,26 +1,31 @@
 """`report.md`: the summary, short enough for a CI job summary: status, then
-the known differences (what PyTorch does, what burn does, the evidence, the
-fix, the burn versions seen on), expectations, changes, one line per run,
+the known differences by kind of harm, most harmful first (what PyTorch does,
+what burn does, the evidence, the fix, the burn versions seen on), the cases
+where both frameworks agree, expectations, changes, one line per run,
 provenance."""
 
 from __future__ import annotations
 
 import re
 
-from ..fmt import fmt, gflops_text, measurement_text, observed_text, outcome_text, repeated, short
+from ..fmt import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
+from ..harm import Harm
 from . import fuzzing
 from .changes import expectation_name
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
-from .model import RSS_NOTE, Report, claim_text, previous_text
+from .fuzzing import FuzzSection
+from .model import RSS_NOTE, Report, previous_text
+from .pairs import claim_text
 
 # A `<` that could open an HTML tag or comment (`<script`, `</`, `<!--`); `<= 1` stays as it is.
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 
 def _cell(text: str) -> str:
-    """Markdown table text: pipes escaped, one line, and no raw HTML (a CI job
-    summary renders HTML: `<script>` from a results file must stay text)."""
-    return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ")
+    """Markdown table text: pipes escaped, one line, no raw HTML (a CI job
+    summary renders HTML: `<script>` from a results file must stay text), and
+    no inline link or image (`![x](http://...)` would load it: `](` is escaped)."""
+    return _TAG_START.sub("&lt;", str(text)).replace("|", "\\|").replace("\n", " ").replace("](", "]\\(")
 
 
 def _code(text: str) -> str:
@@ -62,15 +67,70 @@ def _pair_line(ev: PairEvidence) -> str:
 
 
 def _difference(diff: Difference) -> list[str]:
-    out = ["", f"### {_cell(diff.title)} (`{_cell(diff.case)}`)", ""]
-    if diff.documented:
+    out = ["", f"### {_cell(diff.title)} ({_code(diff.case)})", ""]
+    if diff.awaits_judgement:
+        out.append(
+            "- **Awaits a judgement:** the fuzzer found this divergence; no one has yet said whether it is "
+            "a burn bug, a torch quirk or a documented difference. The evidence below is what the runs showed."
+        )
+    elif diff.documented:
         out += [f"- **PyTorch:** {_cell(diff.torch)}", f"- **burn:** {_cell(diff.burn)}"]
     shown = next((ev.machine for ev in diff.evidence if ev.ran), "")
-    out.append(f"- **Evidence** (`{_cell(shown)}`):" if shown else "- **Evidence:** not run")
+    out.append(f"- **Evidence** ({_code(shown)}):" if shown else "- **Evidence:** not run")
     out += [_pair_line(ev) for ev in diff.evidence]
-    out.append(f"- **Fix:** {_cell(diff.fix)}" if diff.fix else "- **Fix:** none declared")
+    label = "In burn" if diff.agrees else "Fix"
+    if diff.awaits_judgement:
+        out.append(f"- **{label}:** none yet: it awaits a judgement")
+    else:
+        out.append(f"- **{label}:** {_cell(diff.fix)}" if diff.fix else f"- **{label}:** none declared")
     seen = "; ".join(f"burn {s.burn}: {s.text()}" for s in diff.sightings) or "no run with its pair verdicts"
-    out.append(f"- **Seen on:** {_cell(seen)}")
+    out.append(f"- **{'Held on' if diff.agrees else 'Seen on'}:** {_cell(seen)}")
+    return out
+
+
+def differences(report: Report) -> list[str]:
+    """`## What differs`, one group per kind of harm (most harmful first), and `## Where both frameworks agree`."""
+    diffs = report.differing
+    out = [f"## What differs: {_cell(report.headline())}" if diffs else "## What differs"]
+    if not diffs:
+        out += ["", "No case of this report claims a difference between PyTorch and burn."]
+    for harm in Harm:
+        mine = [d for d in diffs if d.standing.harm == harm]
+        if mine:
+            out += ["", f"**{harm.text.capitalize()} ({len(mine)})**"]
+            for diff in mine:
+                out += _difference(diff)
+    same = report.agreeing
+    if same:
+        n = len(same)
+        out += ["", f"## Where both frameworks agree: {n} case{'s' * (n != 1)}"]
+        for diff in same:
+            out += _difference(diff)
+    return out
+
+
+def _fuzz(fuzz: FuzzSection | None) -> list[str]:
+    """The fuzz section: every string from the summary bounded (`fuzzing.text`) and escaped."""
+    if fuzz is None:
+        return []
+    out = ["", "## Fuzzing", ""]
+    if fuzz.doc is None:
+        return [*out, f"The fuzz summary could not be read: {_cell(fuzz.error or '')}"]
+    doc = fuzz.doc
+    facts = dict(fuzzing.facts(doc))
+    out += [
+        f"{_cell(fuzzing.run_text(doc))}, {_cell(facts['burn'])} ({_code(fuzz.source)}).",
+        "",
+        *(f"- {name}: {_cell(value)}" for name, value in fuzzing.facts(doc)[2:]),
+    ]
+    shown, more = fuzzing.found(doc)
+    for f in shown:
+        out.append(
+            f"- written: {_code(fuzzing.text(f.signature))}: {_code(fuzzing.text(f.case))} "
+            f"(PyTorch {_code(fuzzing.text(f.torch))}, Rust {_code(fuzzing.text(f.rust))})"
+        )
+    if more:
+        out.append(f"- ... and {more} more written (see the summary file)")
     return out
 
 
@@ -86,13 +146,9 @@ def render(report: Report) -> str:
         "",
     ]
 
-    out += ["## What differs"]
-    if not report.differences:
-        out += ["", "No case of this report claims a difference between PyTorch and burn."]
-    for diff in report.differences:
-        out += _difference(diff)
+    out += differences(report)
 
-    out += fuzzing.markdown(report.fuzz)
+    out += _fuzz(report.fuzz)
 
     out += ["", "## Expectations", ""]
     out += _table(
@@ -100,8 +156,8 @@ def render(report: Report) -> str:
         [
             [
                 m.label,
-                str(sum(e.passed for e in m.doc.expectations)),
-                str(sum(not e.passed for e in m.doc.expectations)),
+                str(sum(verdict.passed for verdict in m.doc.expectations)),
+                str(sum(not verdict.passed for verdict in m.doc.expectations)),
             ]
             for m in machines
         ],
@@ -115,13 +171,13 @@ def render(report: Report) -> str:
                 f"{_code(m.label)} {_cell(i.case)} {_cell(i.subject)} ({_cell(i.burn_versions)})" for m, i in skipped
             ),
         ]
-    failing = [(m, e) for m in machines for e in m.doc.expectations if not e.passed]
+    failing = [(m, verdict) for m in machines for verdict in m.doc.expectations if not verdict.passed]
     if failing:
         out += ["", "Do not hold:"]
         out += [
-            f"- {_code(m.label)} {_cell(expectation_name(e))}: expected {_cell(fmt(e.expected))}, "
-            f"observed {_short(observed_text(e))}"
-            for m, e in failing
+            f"- {_code(m.label)} {_cell(expectation_name(verdict))}: expected {_cell(value_text(verdict.expected))}, "
+            f"observed {_short(observed_text(verdict))}"
+            for m, verdict in failing
         ]
 
     out += [
@@ -164,8 +220,8 @@ def render(report: Report) -> str:
                 repeated(mt, "slowdown_ratio", ".2f"),
                 repeated(mt, "last_median_ms", "#.3g"),
                 gflops_text(mt, m.provenance.peak_gflops),
-                fmt(mt.rss_growth_mib_per_1000, ".2f"),
-                fmt(mt.tracked),
+                value_text(mt.rss_growth_mib_per_1000, ".2f"),
+                value_text(mt.tracked),
             ]
         rows.append(row)
     out += _table(header, rows)

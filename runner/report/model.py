@@ -6,21 +6,20 @@ the exit code; the difference cards, the history view and the upgrade checks
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..compare import RULE
-from ..fmt import fmt, outcome_text
-from ..model.case import RunRef
-from ..model.results import Provenance, RunRecord, Verdict, pair_check
+from ..errors import ExitCode
+from ..fmt import outcome_text, value_text
+from ..harm import Harm, headline
+from ..model.results import ClaimKey, Provenance, RunKey, RunRecord, Verdict
 from .changes import Change
-from .fuzzing import FuzzSummary
+from .differences import Difference
+from .fuzzing import FuzzSection
 from .history import Entry
-from .machines import Machine
-
-if TYPE_CHECKING:
-    from .differences import Difference
-    from .trend import HistoryView
-    from .upgrades import Unreadable, UpgradeCheck
+from .machines import MachineResults
+from .pairs import Pair
+from .trend import HistoryView
+from .upgrades import Unreadable, UpgradeCheck
 
 # The pair table's rows: (label, property the pair may claim same/differ on).
 PAIR_ROWS = (
@@ -47,25 +46,8 @@ class Comparison:
 
 
 @dataclass
-class Pair:
-    case: str
-    a: RunRef
-    b: RunRef
-    reason: str
-    claims: dict[str, str] = field(default_factory=dict)  # property -> "same" or "differ"
-
-    @property
-    def subject(self) -> str:
-        return f"{self.a} ~ {self.b}"
-
-    def claim_key(self, prop: str, relation: str | None = None) -> tuple[str, str, str]:
-        """The key of the verdict on `prop` (`Verdict.key`), for the claim's relation or `relation`."""
-        return self.case, self.subject, pair_check(relation or self.claims.get(prop), prop)
-
-
-@dataclass
 class Report:
-    machines: list[Machine]
+    machines: list[MachineResults]
     comparisons: list[Comparison]
     generated: str
     rule: str = RULE
@@ -73,24 +55,43 @@ class Report:
     history: HistoryView | None = None
     upgrades: list[UpgradeCheck] = field(default_factory=list)
     unreadable_upgrades: list[Unreadable] = field(default_factory=list)
-    fuzz: FuzzSummary | None = None
+    fuzz: FuzzSection | None = None
+
+    @property
+    def differing(self) -> list[Difference]:
+        """The cards of differences, most harmful first (`runner.harm`)."""
+        return [d for d in self.differences if not d.agrees]
+
+    @property
+    def agreeing(self) -> list[Difference]:
+        """The cards of cases where both frameworks do the same."""
+        return [d for d in self.differences if d.agrees]
+
+    @property
+    def harms(self) -> list[Harm]:
+        """The kind of every difference card, most harmful first."""
+        return [d.standing.harm for d in self.differing if d.standing.harm is not None]
+
+    def headline(self) -> str:
+        """`13 differences (4 a panic or error on one side, ...); 5 cases where both frameworks agree`"""
+        return headline(self.harms, len(self.agreeing))
 
     @property
     def failed(self) -> int:
-        return sum(not e.passed for m in self.machines for e in m.doc.expectations)
+        return sum(not verdict.passed for m in self.machines for verdict in m.doc.expectations)
 
     @property
     def changed(self) -> int:
         return sum(len(c.changes) for c in self.comparisons)
 
     @property
-    def partial(self) -> list[Machine]:
+    def partial(self) -> list[MachineResults]:
         """Machines whose results stop early (a check interrupted by a signal)."""
         return [m for m in self.machines if m.doc.partial]
 
     @property
-    def exit_code(self) -> int:
-        return 0 if self.failed == 0 and self.changed == 0 and not self.partial else 1
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.failed == 0 and self.changed == 0 and not self.partial else ExitCode.FAILED
 
     def status(self) -> str:
         if self.partial:
@@ -119,8 +120,8 @@ class Report:
                 seen.setdefault(r.case)
         return list(seen)
 
-    def run_keys(self, case: str | None = None) -> list[tuple[str, str, str]]:
-        seen: dict[tuple[str, str, str], None] = {}
+    def run_keys(self, case: str | None = None) -> list[RunKey]:
+        seen: dict[RunKey, None] = {}
         for m in self.machines:
             for r in m.doc.runs:
                 if case is None or r.case == case:
@@ -129,23 +130,23 @@ class Report:
 
     def expectation_rows(self) -> list[tuple[Verdict, list[Verdict | None]]]:
         """Each expectation (first seen) with its verdict on every machine."""
-        seen: dict[tuple[str, str, str], Verdict] = {}
+        seen: dict[ClaimKey, Verdict] = {}
         for m in self.machines:
-            for e in m.doc.expectations:
-                seen.setdefault(e.key, e)
+            for verdict in m.doc.expectations:
+                seen.setdefault(verdict.key, verdict)
         return [(first, [m.verdict(key) for m in self.machines]) for key, first in seen.items()]
 
     def pairs(self, case: str) -> list[Pair]:
         found: dict[str, Pair] = {}
         for m in self.machines:
-            for e in m.doc.expectations:
-                if e.case != case or e.b is None:
+            for verdict in m.doc.expectations:
+                if verdict.case != case or verdict.b is None:
                     continue
-                pair = found.setdefault(e.subject, Pair(case, e.a, e.b, e.reason or ""))
-                pair.claims.setdefault(e.property, e.relation)
+                pair = found.setdefault(verdict.subject, Pair(case, verdict.a, verdict.b, verdict.reason or ""))
+                pair.claims.setdefault(verdict.property, verdict.relation)
         return list(found.values())
 
-    def claim_verdict(self, machine: Machine, pair: Pair, prop: str) -> bool | None:
+    def claim_verdict(self, machine: MachineResults, pair: Pair, prop: str) -> bool | None:
         verdict = machine.verdict(pair.claim_key(prop))
         return None if verdict is None else verdict.passed
 
@@ -156,16 +157,16 @@ def run_cell(run: RunRecord | None, row: str) -> str:
         return "not run"
     m = run.metrics
     if row == "tracked":
-        return fmt(m.tracked)
+        return value_text(m.tracked)
     if row == "outcome":
         return outcome_text(run)
     if row == "panic":
         p = run.panic
         return f"step {p.step}: {p.message}" if p else "-"
     if row == "slowdown ratio":
-        return fmt(m.slowdown_ratio, ".2f")
+        return value_text(m.slowdown_ratio, ".2f")
     if row.startswith("RSS growth"):
-        return fmt(m.rss_growth_mib_per_1000, ".2f")
+        return value_text(m.rss_growth_mib_per_1000, ".2f")
     raise KeyError(row)
 
 
@@ -175,13 +176,3 @@ def previous_text(comparison: Comparison) -> str:
     commit = ((prov.git_commit if prov else None) or "unknown")[:10]
     burn = (prov.burn if prov else None) or (comparison.previous.burn if comparison.previous else "?")
     return f"burn {burn}, commit {commit}"
-
-
-def claim_text(pair: Pair) -> str:
-    """`differ: tracked, grows`"""
-    groups = [(rel, [p for p, r in pair.claims.items() if r == rel]) for rel in ("same", "differ")]
-    return "; ".join(f"{rel}: {', '.join(props)}" for rel, props in groups if props)
-
-
-def side_key(case: str, side: RunRef) -> tuple[str, str, str]:
-    return case, side.framework, side.mode

@@ -16,15 +16,12 @@ from dataclasses import dataclass, field
 
 from ..errors import BadInput
 from ..fmt import outcome_text
-from ..model.results import ResultsDocument, RunRecord
+from ..model.results import ClaimKey, ResultsDocument, RunKey, RunRecord
 from .history import History, stamp_of
-from .machines import Machine, fingerprint, utc
+from .machines import MachineResults, fingerprint, utc
 
 # Entries read per machine (the newest); ~16 ms each.
 HISTORY_LIMIT = 120
-
-RunKey = tuple[str, str, str]
-ClaimKey = tuple[str, str, str]  # (case, subject, check) as `Verdict.key`
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,7 @@ class Snapshot:
     burn: str
     commit: str | None
     fingerprint: str
-    machine: str
+    architecture: str  # the processor architecture (`Provenance.machine`: x86_64, aarch64)
     source: str  # "history", "this run", "upgrade check"
     runs: dict[RunKey, RunNumbers] = field(default_factory=dict)
     claims: dict[ClaimKey, bool] = field(default_factory=dict)  # pair verdicts: passed
@@ -67,10 +64,10 @@ class Snapshot:
             burn=p.burn or "unknown",
             commit=p.git_commit,
             fingerprint=fingerprint(p),
-            machine=p.machine,
+            architecture=p.machine,
             source=source,
             runs={r.key: RunNumbers.of(r) for r in doc.runs},
-            claims={e.key: e.passed for e in doc.expectations if e.b is not None},
+            claims={verdict.key: verdict.passed for verdict in doc.expectations if verdict.b is not None},
         )
 
     @property
@@ -90,7 +87,7 @@ class HistoryView:
     def all(self) -> list[Snapshot]:
         return [s for line in self.timelines.values() for s in line]
 
-    def timeline(self, machine: Machine) -> list[Snapshot]:
+    def timeline(self, machine: MachineResults) -> list[Snapshot]:
         return self.timelines.get(machine.fingerprint, [])
 
 
@@ -99,13 +96,13 @@ def version_changes(line: list[Snapshot]) -> list[int]:
     return [i for i in range(1, len(line)) if line[i].burn != line[i - 1].burn]
 
 
-def load(history: History, machines: list[Machine], limit: int = HISTORY_LIMIT) -> HistoryView:
+def load(history: History, machines: list[MachineResults], limit: int = HISTORY_LIMIT) -> HistoryView:
     view = HistoryView()
     current = {(m.fingerprint, stamp_of(m.provenance)) for m in machines}
     by_machine: dict[str, list[Snapshot]] = {}
     entries = history.entries()
-    for fp in dict.fromkeys(e.fingerprint for e in entries):
-        mine = [e for e in entries if e.fingerprint == fp and (fp, e.stamp) not in current]
+    for fp in dict.fromkeys(entry.fingerprint for entry in entries):
+        mine = [entry for entry in entries if entry.fingerprint == fp and (fp, entry.stamp) not in current]
         if len(mine) > limit:
             view.left_out[fp] = len(mine) - limit
             mine = mine[-limit:]

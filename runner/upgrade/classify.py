@@ -21,13 +21,12 @@ from __future__ import annotations
 import dataclasses
 
 from ..compare import performance_change
+from ..engine import SpecKey
 from ..metrics import properties
 from ..model.case import PAIR_PROPERTIES, Case
 from ..model.results import RunRecord
-from ..model.upgrade import CLASSES, Classified, Side
+from ..model.upgrade import Classified, Side, UpgradeClass
 from ..oracles import agreement
-
-RunKey = tuple[str, str]
 
 
 def _comparisons(case: Case, key: str) -> dict[str, tuple[str, ...]]:
@@ -71,7 +70,7 @@ def _side(record: RunRecord, case: Case) -> Side:
 
 
 def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torch: dict[str, RunRecord]) -> Classified:
-    findings: dict[str, list[str]] = {c: [] for c in CLASSES}
+    findings: dict[UpgradeClass, list[str]] = {c: [] for c in UpgradeClass}
     props_before, props_after = properties(before, case), properties(after, case)
     for other, props in _comparisons(case, key).items():
         if other not in torch:
@@ -90,9 +89,9 @@ def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torc
                 shown = f"{'same' if was else 'differ'} -> {'same' if now else 'differ'} as torch {other.split('/')[1]}"
             change = f"{prop}: {shown}"
             if not was and now:
-                findings["fixed"].append(f"vs {other}: no longer differs in {change}")
+                findings[UpgradeClass.FIXED].append(f"vs {other}: no longer differs in {change}")
             elif was and not now:
-                findings["new difference"].append(f"vs {other}: now differs in {change}")
+                findings[UpgradeClass.NEW_DIFFERENCE].append(f"vs {other}: now differs in {change}")
     if _panic_view(before) != _panic_view(after):
         (o1, s1, m1), (o2, s2, m2) = _panic_view(before), _panic_view(after)
         parts = []
@@ -102,18 +101,18 @@ def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torc
             parts.append(f"panic step {s1} -> {s2}")
         if m1 != m2:
             parts.append(f"panic text {m1!r} -> {m2!r}")
-        findings["outcome changed"].append("; ".join(parts))
+        findings[UpgradeClass.OUTCOME_CHANGED].append("; ".join(parts))
     perf = performance_change(before, after)
     if perf.changed:
         moved = [f"{name} window median {w.detail}" for name, w in perf.windows.items() if w.changed]
-        findings["performance changed"].append(", ".join(moved))
-    klass = next((c for c in CLASSES[1:-1] if findings[c]), "same")
+        findings[UpgradeClass.PERFORMANCE_CHANGED].append(", ".join(moved))
+    klass = next((c for c in UpgradeClass.by_findings() if findings[c]), UpgradeClass.SAME)
     return Classified.model_validate(
         {
             "case": case.name,
             "run": key,
             "klass": klass,
-            "findings": [f"{c}: {text}" for c in CLASSES for text in findings[c]],
+            "findings": [f"{c}: {text}" for c in UpgradeClass for text in findings[c]],
             "performance": dataclasses.asdict(perf),
             "before": _side(before, case),
             "after": _side(after, case),
@@ -124,9 +123,9 @@ def classify_run(case: Case, key: str, before: RunRecord, after: RunRecord, torc
 
 def classify(
     cases: list[Case],
-    before: dict[RunKey, RunRecord] | None,
-    after: dict[RunKey, RunRecord] | None,
-    torch: dict[RunKey, RunRecord],
+    before: dict[SpecKey, RunRecord] | None,
+    after: dict[SpecKey, RunRecord] | None,
+    torch: dict[SpecKey, RunRecord],
     build_errors: dict[str, list[str]],
 ) -> list[Classified]:
     """`before`/`after`: burn records keyed by (case, run key), or None for a side
@@ -142,7 +141,7 @@ def classify(
                     Classified(
                         case=case.name,
                         run=spec.key,
-                        klass="build-break",
+                        klass=UpgradeClass.BUILD_BREAK,
                         findings=[
                             f"build-break: burn {side}: {errors[0] if errors else 'failed'}"
                             for side, errors in build_errors.items()

@@ -16,22 +16,21 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from .. import burn_sources as sources
 from .. import cases as case_files
-from .. import outputs
+from .. import outputs, probe_build
 from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..compare import RULE
-from ..engine import RunKey, judged_document, run_all
-from ..errors import Interrupted
+from ..engine import SpecKey, judged_document, run_all
+from ..errors import ExitCode, Interrupted
 from ..escape import markdown, terminal
 from ..frameworks import adapter_for
 from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
-from ..model.upgrade import CLASSES, Build, Classified, UpgradeReport
+from ..model.upgrade import Build, Classified, UpgradeClass, UpgradeReport
 from ..progress import ConsoleReporter
 from ..results import Measurement, dump, keep_partial, machine_state, now
 from ..signals import say, show
-from . import build as probe_build
-from . import sources
 from .classify import classify
 
 
@@ -105,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
     if broken:
         say("a side did not build: every burn run is a build-break; nothing is run")
     measure = {"repeat": args.repeat, "jobs": args.jobs, "controls": args.noise_controls}
-    torch_records: dict[RunKey, RunRecord] = {}
-    side_records: dict[str, dict[RunKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
+    torch_records: dict[SpecKey, RunRecord] = {}
+    side_records: dict[str, dict[SpecKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
     try:
         if torch_cases and not broken:
             run_all(torch_cases, reporter, into=torch_records, **measure)
@@ -149,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         to=builds["to"],
         rule=RULE,
         torch_runs="run once and shared by both sides: torch does not depend on burn",
-        counts=dict(Counter(c.klass for c in classes)),
+        counts=dict(Counter(c.klass.value for c in classes)),
         runs=classes,
     )
     results = {side: dump(doc) for side, doc in side_docs.items() if doc is not None}
@@ -166,12 +165,12 @@ def run(args: argparse.Namespace) -> int:
     show(f"written: {terminal(out / 'upgrade.json')}, {terminal(out / 'upgrade.md')}")
 
     if errors:
-        return 3
-    return 0 if all(c.klass == "same" for c in classes) else 1
+        return ExitCode.INFRASTRUCTURE
+    return ExitCode.OK if all(c.klass == UpgradeClass.SAME for c in classes) else ExitCode.FAILED
 
 
-def _grouped(report: UpgradeReport) -> Iterator[tuple[str, list[Classified]]]:
-    for klass in CLASSES:
+def _grouped(report: UpgradeReport) -> Iterator[tuple[UpgradeClass, list[Classified]]]:
+    for klass in UpgradeClass:
         rows = [r for r in report.runs if r.klass == klass]
         if rows:
             yield klass, rows
@@ -185,7 +184,7 @@ def render_table(report: UpgradeReport) -> str:
         state = "ok" if side.ok else "BUILD FAILED"
         timing = "cached" if side.cached else f"{side.seconds:.0f} s"
         lines.append(f"  probe vs burn {t(side.source)} (lock: {t(side.burn or 'not locked')}): {state}, {timing}")
-        lines += [f"    {t(e)}" for e in side.errors]
+        lines += [f"    {t(error)}" for error in side.errors]
     for klass, rows in _grouped(report):
         lines.append(f"\n{klass} ({len(rows)})")
         for row in rows:
@@ -210,7 +209,7 @@ def render_markdown(report: UpgradeReport) -> str:
     for side in (src, dst):
         if side.errors:
             lines += ["", f"First compiler errors against burn {markdown(side.source)}:", "", "```"]
-            lines += [terminal(e).replace("`", "'") for e in side.errors] + ["```"]
+            lines += [terminal(error).replace("`", "'") for error in side.errors] + ["```"]
     lines += ["", "| class | case | run | findings |", "|---|---|---|---|"]
     for klass, rows in _grouped(report):
         for row in rows:

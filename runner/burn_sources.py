@@ -1,4 +1,4 @@
-"""Which burn a side of the upgrade check builds against: a published version,
+"""Which burn a probe is built against (a side of the upgrade check, `fuzz --burn`): a published version,
 `latest` (the newest version the registry has, as `cargo info` reports it), or
 a local checkout. Validated before anything reaches a manifest."""
 
@@ -12,11 +12,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BadInput, Infrastructure
-from ..inputs import MAX_PATH_CHARS, check_path_argument
-from ..model.base import quote
-from ..paths import PROBE_MANIFEST
-from ..versions import is_version
+from .errors import BadInput, Infrastructure
+from .escape import quote
+from .inputs import MAX_PATH_CHARS, check_path_argument
+from .paths import PROBE_MANIFEST
+from .versions import is_version
 
 
 @dataclass(frozen=True)

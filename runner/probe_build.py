@@ -1,4 +1,5 @@
-"""Build the probe against one burn source, in its own folder, cached.
+"""Build the probe against one burn source, in its own folder, cached: what
+`upgrade-check` builds each side with and `fuzz --burn` fuzzes another burn with.
 
 The committed `Cargo.toml`, `Cargo.lock` and `rust_probe/` are never touched:
 each side gets a folder under `~/.cache/burn-torch-diff/upgrade/` holding a
@@ -26,11 +27,11 @@ from pathlib import Path
 import tomli_w
 from pydantic import ValidationError
 
-from ..atomic import write_text
-from ..errors import Infrastructure
-from ..model.upgrade import Build
-from ..paths import PROJECT_ROOT, cache_dir, target_dir
-from .sources import BurnSource
+from .atomic import write_text
+from .burn_sources import BurnSource
+from .errors import Infrastructure
+from .model.upgrade import Build
+from .paths import PROJECT_ROOT, cache_dir, target_dir
 
 PROFILE = "release"
 # Bump when the way a side is built changes, so cached builds are redone.
@@ -104,7 +105,7 @@ def _first_errors(stderr: str) -> list[str]:
             for line in lines
             if not re.match(r"(Updating|Compiling|Downloaded|Downloading|Locking|Adding|Blocking|warning)\b", line)
         ]
-    return [e if len(e) <= 300 else e[:297] + "..." for e in chosen[:MAX_ERRORS]]
+    return [error if len(error) <= 300 else error[:297] + "..." for error in chosen[:MAX_ERRORS]]
 
 
 def _burn_family(lock: Path) -> dict[str, str]:
