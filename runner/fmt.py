@@ -31,8 +31,6 @@ def value_text(value: Any, spec: str = ".3g") -> str:
     return str(value)
 
 
-# The name it had: runner/progress.py still says `fmt` (it is being rewritten elsewhere); drop this then.
-fmt = value_text
 
 
 def short(text: str, limit: int = 160) -> str:

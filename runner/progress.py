@@ -23,7 +23,7 @@ import time
 from typing import Any, TextIO
 
 from .escape import terminal
-from .fmt import flag, fmt, outcome_text
+from .fmt import flag, outcome_text, value_text
 from .model.case import Case
 from .model.results import RunRecord
 from .statusline import LOCK, StatusLine, is_terminal
@@ -126,7 +126,7 @@ class ConsoleReporter:
             lines = [
                 f"  -> {terminal(case.name)} {terminal(record.framework)} {terminal(record.mode)}: "
                 f"{terminal(outcome_text(record))}, {record.wall_s:.1f} s wall, "
-                f"slowdown ratio {fmt(record.metrics.slowdown_ratio, '.2f')}{repeats}"
+                f"slowdown ratio {value_text(record.metrics.slowdown_ratio, '.2f')}{repeats}"
             ]
             if record.panic is not None:
                 lines.append(f"     {terminal(record.panic.location)}: {terminal(record.panic.message)}")
