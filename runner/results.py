@@ -43,7 +43,8 @@ from .model.results import (
 )
 from .paths import PROJECT_ROOT
 from .procinfo import cpu_model
-from .program import render_rust, render_torch
+from .program import render_torch
+from .program.rust.source import sketch as rust_sketch
 from .signals import say
 
 SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)
@@ -139,7 +140,7 @@ def case_info(case: Case) -> CaseInfo:
             programs[variant] = ProgramInfo(
                 source=source.strip("\n"),
                 torch_code=render_torch.sketch(program) if program is not None else None,
-                burn_code=render_rust.sketch(program) if program is not None else None,
+                burn_code=rust_sketch(program) if program is not None else None,
             )
     return CaseInfo(
         name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs, programs=programs

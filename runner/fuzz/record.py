@@ -15,8 +15,9 @@ from typing import Any
 
 from ..atomic import write_text
 from ..program import data as program_data
-from ..program import render_rust, render_torch, syntax
+from ..program import render_torch, syntax
 from ..program.ir import ParsedProgram
+from ..program.rust.crate import write_reproducer
 from .campaign import Found
 from .generate import LOOP_ITERATIONS
 from .judge import GROWS, GROWTH_WARMUP, GROWTH_WINDOW
@@ -122,7 +123,7 @@ def write(found: Found, folder: Path, seed: int, runs: dict[str, Any]) -> dict[s
     except ValueError as err:
         written["torch"] = f"not written: {err}"
     try:
-        render_rust.write_reproducer(program, repro / "rust", name.replace("-", "_"))
+        write_reproducer(program, repro / "rust", name.replace("-", "_"))
         written["rust"] = str(repro / "rust")
     except ValueError as err:
         written["rust"] = f"not written: {err}"
