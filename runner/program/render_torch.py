@@ -230,6 +230,11 @@ class _Renderer:
         return spec.torch_code.format(**fields)
 
 
+def identifiers(program: Program) -> dict[str, str]:
+    """Every name of the program -> the identifier the script writes it as."""
+    return _Renderer(program).ids.given()
+
+
 def render(
     program: Program | dict[str, Any], *, title: str = "A program case, in PyTorch", dtype: str = "float32"
 ) -> str:

@@ -7,8 +7,10 @@ comes from `RustNames`, one `Namespace` (`..identifiers`) per Rust namespace it 
   bring into scope (`Tensor`, `Some`, `drop`, ...): a `let` of one of those would shadow it, or
   be read by Rust as a pattern (`let PENDING = ..` matches the static). An unread variable is
   written `_x`, so `x` and `_x` are taken together;
-- `field`: the fields of `struct Model` (params and modules). Reserved: the keywords and the
-  names `#[derive(Module)]` binds beside the fields in the code it generates (`let device = ..`);
+- `field`: the fields of `struct Model` (params and modules). `#[derive(Module)]` writes
+  `let FIELD = ..` for each field in the code it generates, beside its own `device`, `mapper`,
+  ...: reserved are the keywords, those names, and the values in scope that a `let` would read as
+  a pattern (`PENDING`, `None`, ...);
 - `static`: the arrays of `src/data.rs` (`LIN_WEIGHT`), upper-case.
 
 A name that is taken gets `_` appended until it is free, so distinct names always get distinct
@@ -45,8 +47,12 @@ DERIVE_LOCALS = frozenset(
     # `#[derive(Module)]` writes `let FIELD = ..` beside these (burn-derive 0.22.1, codegen_struct.rs)
     "device devices mapper visitor content num_params".split()
 )
+PATTERNS = frozenset(
+    # values in scope at the top of main.rs that `let NAME = ..` would match as a pattern
+    "PENDING CHECKPOINTS LAST Some None Ok Err".split()
+)
 LOCAL_RESERVED = RUST_KEYWORDS | OWN_NAMES | IN_SCOPE
-FIELD_RESERVED = RUST_KEYWORDS | DERIVE_LOCALS
+FIELD_RESERVED = RUST_KEYWORDS | DERIVE_LOCALS | PATTERNS
 
 
 def unread(ident: str) -> str:
