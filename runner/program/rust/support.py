@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Set
 
-COMMON = r"""
+HEADING = r"""
 // ---- printing what the runner records, as JSON lines ----
+"""
 
+FLAGS = r"""
 /// `tracked` is burn's `is_tracked()`, `requires_grad` its `is_require_grad()`.
 fn flags_json<const D: usize>(t: &Tensor<D>) -> String {
     let (tracked, require_grad, autodiff) = (t.is_tracked(), t.is_require_grad(), t.is_autodiff());
@@ -16,7 +18,9 @@ fn flags_json<const D: usize>(t: &Tensor<D>) -> String {
          \"is_require_grad\": {require_grad}, \"is_autodiff\": {autodiff}}}}}"
     )
 }
+"""
 
+STRING = r"""
 fn string_json(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -204,10 +208,17 @@ fn observe_transposed(label: &str, tensor: &str, op_index: u32, grad: Option<Ten
 
 CHECKPOINT = r"""
 /// After a checkpoint iteration of the timed loop: the flags of the tensor `settings.track` names
-/// (None while it is not bound).
+/// as burn names them, as the runner records them there (None while it is not bound).
 fn checkpoint<const D: usize>(step: usize, track: &str, t: Option<&Tensor<D>>) {
     let tracked = t.map_or("null".to_string(), |t| t.is_tracked().to_string());
-    let flags = t.map_or("null".to_string(), flags_json);
+    let flags = t.map_or("null".to_string(), |t| {
+        format!(
+            "{{\"is_tracked\": {}, \"is_require_grad\": {}, \"is_autodiff\": {}}}",
+            t.is_tracked(),
+            t.is_require_grad(),
+            t.is_autodiff(),
+        )
+    });
     println!(
         "{{\"checkpoint\": {step}, \"track\": {}, \"tracked\": {tracked}, \"flags\": {flags}}}",
         string_json(track),
@@ -223,7 +234,8 @@ def helpers(used: Set[str], timed_observes: bool) -> list[str]:
     observes = [f for f in ("observe", "observe_transposed") if f in used]
     out: list[str] = []
     if observes or "checkpoint" in used:
-        out.append(COMMON)
+        # `flags_json` only where an observation prints it (a checkpoint prints burn's raw flags)
+        out.append(HEADING + (FLAGS if observes else "") + STRING)
     if observes:
         out.append(VALUES)
         out.append(RECORD_TIMED if timed_observes else RECORD_PLAIN)
