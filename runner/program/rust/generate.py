@@ -142,8 +142,13 @@ class Generator:
 
     # output
 
+    @property
+    def writing(self) -> bool:
+        """The second pass, outside a loop's trial run: lines are kept."""
+        return self.decided is not None and not self.dry
+
     def put(self, depth: int, text: str, st: Stmt | None = None, note: str = "") -> None:
-        if self.dry:
+        if not self.writing:
             return
         comment = ""
         if not self.sketch:
@@ -345,10 +350,11 @@ class Generator:
         if len(data) <= INLINE_ELEMENTS:
             return f"Tensor::<{rank}>::from_floats({literals.nested(data, shape)}, &{device})"
         const = self.names.static(name)
-        rows = [", ".join(literals.f32(v) for v in data[i : i + 8]) for i in range(0, len(data), 8)]
-        self.data_file.append(
-            f"pub static {const}: [f32; {len(data)}] = [\n" + "".join(f"    {r},\n" for r in rows) + "];"
-        )
+        if self.writing:
+            rows = [", ".join(literals.f32(v) for v in data[i : i + 8]) for i in range(0, len(data), 8)]
+            self.data_file.append(
+                f"pub static {const}: [f32; {len(data)}] = [\n" + "".join(f"    {r},\n" for r in rows) + "];"
+            )
         self.use("TensorData")
         dims = ", ".join(str(d) for d in shape)
         return f"Tensor::<{rank}>::from_data(TensorData::new(data::{const}.to_vec(), [{dims}]), &{device})"
