@@ -220,6 +220,11 @@ def test_fn_and_fn_underscore_are_two_fields_and_pending_is_a_variable_of_its_ow
     assert "print_pending(true);" in main and "static PENDING:" in main
 
 
+def test_a_title_with_line_breaks_stays_one_comment_line():
+    main = render(hostile_program(HOSTILE[:SLOTS]), title="a\rb\nc\x00d\te")["src/main.rs"]
+    assert main.splitlines()[0] == "//! a b c d\te"
+
+
 def test_python_keywords_and_the_scripts_own_names_are_renamed_in_the_torch_script():
     p = hostile_program(
         ["torch", "lambda", "json", "lambda_", "main", "print", "range", "s", "q", "loss", "d", "e", "g"]
