@@ -31,8 +31,6 @@ def value_text(value: Any, spec: str = ".3g") -> str:
     return str(value)
 
 
-
-
 def short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -5,7 +5,6 @@ within the default tolerance unless a wider one is explained next to its program
 from __future__ import annotations
 
 import pytest
-
 from agreement import check
 
 PROGRAMS: dict[str, list[str]] = {
@@ -15,7 +14,7 @@ PROGRAMS: dict[str, list[str]] = {
     ],
     "gelu": [
         "a = param(3, 4)\ny = gelu(a * 3.0)\nbackward(sum(y))\nobserve(y)\nobserve(a)",
-        "a = param(3, 4)\ny = gelu(a * 3.0, approximate=\"tanh\")\nbackward(sum(y))\nobserve(y)\nobserve(a)",
+        'a = param(3, 4)\ny = gelu(a * 3.0, approximate="tanh")\nbackward(sum(y))\nobserve(y)\nobserve(a)',
     ],
 }
 """op -> programs that use it (each observes the op's result, and a param when it has a gradient)."""

@@ -5,7 +5,6 @@ within the default tolerance unless a wider one is explained next to its program
 from __future__ import annotations
 
 import pytest
-
 from agreement import check
 
 PROGRAMS: dict[str, list[str]] = {

@@ -10,7 +10,8 @@ import tomllib
 from runner.contract import burn
 from runner.frameworks import ADAPTERS
 from runner.paths import PROJECT_ROOT
-from runner.program import data, render_rust, syntax
+from runner.program import data, syntax
+from runner.program.rust.crate import render
 
 PROGRAM = data.materialize(syntax.parse("a = param(2)\nobserve(a)", where="test"), seed=0)
 
@@ -34,4 +35,4 @@ def test_the_burn_dependency_is_written_once():
         text = path.read_text()
         quoted = re.escape(dependency.version)
         assert not re.search(rf"""['"]=?{quoted}['"]""", text), f"{path} writes the burn version"
-    assert dependency.toml_line() in render_rust.render(PROGRAM)["Cargo.toml"]
+    assert dependency.toml_line() in render(PROGRAM)["Cargo.toml"]

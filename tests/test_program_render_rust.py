@@ -1,4 +1,4 @@
-"""Programs rendered as standalone Rust against burn 0.22.1 (`runner.program.render_rust`).
+"""Programs rendered as standalone Rust against burn 0.22.1 (`runner.program.rust`).
 
 The fast tests read the rendered text. The cargo test renders a sample of programs (every op
 family, the Linear layouts, optimizer loops, the p10 EMA loop at small size, panics and errors)
@@ -21,10 +21,11 @@ import pytest
 from runner import _probe
 from runner.cases import load_case
 from runner.paths import CASES_DIR, PROJECT_ROOT, cache_dir, target_dir
-from runner.program import render_rust
 from runner.program.data import materialize
 from runner.program.ir import Program, Settings
-from runner.program.render_rust import read_run, render, sketch, write_reproducer, write_workspace
+from runner.program.rust.crate import BURN_DEPENDENCY, render, write_reproducer, write_workspace
+from runner.program.rust.output import ReproducerRun, read_run
+from runner.program.rust.source import sketch
 from runner.program.syntax import parse
 
 
@@ -281,7 +282,7 @@ def test_the_p10_loop_is_straight_line_burn():
         "weight: Param::from_tensor(Tensor::<2>::from_data(TensorData::new(data::LIN_WEIGHT.to_vec(), [16, 16])" in main
     )
     cargo = files["Cargo.toml"]
-    assert 'name = "p10-target"' in cargo and render_rust.BURN_DEPENDENCY in cargo and "\n[workspace]\n" in cargo
+    assert 'name = "p10-target"' in cargo and BURN_DEPENDENCY in cargo and "\n[workspace]\n" in cargo
     assert "catch_unwind" not in main
 
 
@@ -462,7 +463,7 @@ def _close(a: list[float] | None, b: list[float] | None) -> bool:
     )
 
 
-def agreement(p: Program, run: render_rust.ReproducerRun) -> list[str]:
+def agreement(p: Program, run: ReproducerRun) -> list[str]:
     """How the reproducer's run differs from the interpreter's (empty: they agree)."""
     want = _probe.run_program(p.to_json())
     problems = []

@@ -17,8 +17,9 @@ from ..atomic import write_text
 from ..fmt import short
 from ..model.case import UNJUDGED_FIX
 from ..program import data as program_data
-from ..program import render_rust, render_torch, syntax
+from ..program import render_torch, syntax
 from ..program.ir import ParsedProgram
+from ..program.rust.crate import write_reproducer
 from .campaign import Found
 from .generate import LOOP_ITERATIONS
 from .judge import GROWS, GROWTH_WARMUP, GROWTH_WINDOW
@@ -169,7 +170,7 @@ def write(found: Found, folder: Path, seed: int, runs: dict[str, RunSummary]) ->
     except ValueError as err:
         torch = f"not written: {err}"
     try:
-        render_rust.write_reproducer(program, repro / "rust", name.replace("-", "_"))
+        write_reproducer(program, repro / "rust", name.replace("-", "_"))
         rust = str(repro / "rust")
     except ValueError as err:
         rust = f"not written: {err}"

@@ -8,6 +8,8 @@
 - `data`: `materialize(parsed, seed)` -> `Program` (seeded float32 initial tensors);
 - `torch_interp`: `run(program)` / `run_batch(programs)` with PyTorch;
 - `render_torch`: `render(program)`, a standalone PyTorch script;
-- `render_rust`: `render(program)`, a standalone cargo project on burn 0.22.1 (the reproducer for
-  an upstream report), `sketch(program)` for report cards, `write_reproducer` / `write_workspace`.
+- `identifiers`: the identifiers generated code gives program names (one `Namespace` per namespace);
+- `rust`: the same as a standalone cargo project on burn 0.22.1 (the reproducer for an upstream
+  report): `rust.crate.render(program)`, `write_reproducer` / `write_workspace`,
+  `rust.source.sketch(program)` for report cards, `rust.output.read_run`.
 """

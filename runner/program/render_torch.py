@@ -5,17 +5,37 @@ statements with the torch spellings of the op table (`ops.OPS[op].torch_code`),
 and prints one JSON line per observation, the same dict the interpreter
 records (`python3 script.py` needs only torch). An error ends the script with
 torch's traceback.
+
+Every program name is written as the identifier a `Namespace` gives it: a name that is a Python
+keyword or builtin, or one of the script's own names (`torch`, `json`, `main`, `_observe`, ...),
+gets a `_` appended, so it neither breaks the script nor shadows what the script calls.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
+import keyword
 from collections.abc import Sequence
 from typing import Any
 
 from ..contract.ops import MODULES, OPS, torch_keywords
 from . import torch_modules
-from .ir import ModuleDecl, Program, Stmt, timed_loop
+from .identifiers import Namespace
+from .ir import MODULE_PARAM, USER_NAME, ModuleDecl, Program, Stmt, timed_loop
+
+OWN_NAMES = frozenset(
+    # the script's module-level names, its locals in main(), and the sketch's names
+    "json torch main _DTYPE _CHECKPOINTS _flags _held_grad _grad _observe _tensor _params _it params observe".split()
+)
+RESERVED = (
+    frozenset(keyword.kwlist)
+    | frozenset(keyword.softkwlist)
+    | frozenset(dir(builtins))
+    # the builtins the `site` module adds (absent under `python -S`, present in a user's shell)
+    | frozenset(["copyright", "credits", "exit", "help", "license", "quit"])
+    | OWN_NAMES
+)
 
 _HEADER = '''\
 #!/usr/bin/env python3
@@ -90,11 +110,43 @@ def _values(data: Sequence[float], per_line: int = 8, indent: str = "        ") 
     return "[\n" + "".join(f"{indent}{row},\n" for row in rows) + indent[:-4] + "]"
 
 
+def _docstring(text: str) -> str:
+    """`text` inside a triple-quoted Python string: backslashes, quotes and control characters but
+    newline and tab escaped (a `\\N` or a NUL byte would make the script a syntax error)."""
+    out: list[str] = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif (ord(ch) < 0x20 and ch not in "\n\t") or 0x7F <= ord(ch) < 0xA0 or 0xD800 <= ord(ch) < 0xE000:
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 class _Renderer:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.lines: list[str] = []
         self.timed = timed_loop(program.body)
+        self.ids = Namespace(RESERVED)
+        for t in program.tensors:
+            if t.module is None:
+                self.ids(t.name)
+        for m in program.modules:
+            self.ids(m.name)
+        for st in program.statements():
+            if st.out is not None:
+                self.ids(st.out)
+
+    def value(self, name: str) -> str:
+        """A program name as the script writes it: its identifier (`lin.weight`: the module's)."""
+        param = MODULE_PARAM.fullmatch(name)
+        if param is not None:
+            decl = self.program.module(param.group(1))
+            spec = next(p for p in MODULES[decl.kind].params if p.name == param.group(2))
+            return f"{self.ids(param.group(1))}.{spec.torch_path or spec.name}"
+        return self.ids(name)
 
     def put(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -108,14 +160,14 @@ class _Renderer:
                 m = modules[t.module]
                 if m.name not in built:
                     built.add(m.name)
-                    self.put(1, f"{m.name} = {_constructor(m, '_DTYPE')}")
+                    self.put(1, f"{self.ids(m.name)} = {_constructor(m, '_DTYPE')}")
                 with_values = _values(t.data, indent="            ")
                 self.put(1, "with torch.no_grad():")
-                self.put(2, f"{_module_tensor(m, t.name)}.copy_(_tensor({with_values}, {list(t.shape)}))")
+                self.put(2, f"{self.value(t.name)}.copy_(_tensor({with_values}, {list(t.shape)}))")
                 continue
             suffix = ".requires_grad_()" if t.role == "param" else _DTYPE_SUFFIX[t.dtype]
-            self.put(1, f"{t.name} = _tensor({_values(t.data)}, {list(t.shape)}){suffix}")
-        params = ", ".join(t.name for t in p.params())
+            self.put(1, f"{self.value(t.name)} = _tensor({_values(t.data)}, {list(t.shape)}){suffix}")
+        params = ", ".join(self.value(t.name) for t in p.params())
         self.put(1, f"_params = [{params}]  # every param, in declaration order: what an optimizer updates")
 
     def block(self, stmts: Sequence[Stmt], depth: int, in_timed: bool) -> None:
@@ -143,19 +195,22 @@ class _Renderer:
                     assert self.timed is not None
                     last = f"_it == {self.timed.attrs['count']}" if values else "False"
                     self.put(depth, f"if _it in _CHECKPOINTS:{where}")
-                    self.put(depth + 1, f"_observe({label}, {name}, {st.index}, _it, {st.args[0]}, {last})")
+                    self.put(depth + 1, f"_observe({label}, {name}, {st.index}, _it, {self.value(st.args[0])}, {last})")
                 else:
-                    self.put(depth, f"_observe({label}, {name}, {st.index}, None, {st.args[0]}, {values}){where}")
+                    self.put(
+                        depth, f"_observe({label}, {name}, {st.index}, None, {self.value(st.args[0])}, {values}){where}"
+                    )
                 continue
             code = self.code(st)
-            self.put(depth, (f"{st.out} = {code}" if st.out is not None else code) + where)
+            self.put(depth, (f"{self.value(st.out)} = {code}" if st.out is not None else code) + where)
 
-    def code(self, st: Stmt) -> str:
+    def code(self, st: Stmt, params: str = "_params") -> str:
+        """The statement's torch code (`params`: the list of every param, for an optimizer)."""
         spec = OPS[st.op]
         at = st.attrs
         if st.op == "sgd":
             return (
-                f"torch.optim.SGD(_params, lr={at['lr']!r}, momentum={at['momentum']!r}, "
+                f"torch.optim.SGD({params}, lr={at['lr']!r}, momentum={at['momentum']!r}, "
                 f"dampening={at['dampening']!r}, weight_decay={at['weight_decay']!r}, nesterov={at['nesterov']!r})"
             )
         if st.op == "adam":
@@ -165,24 +220,26 @@ class _Renderer:
             for key in ("eps", "weight_decay"):
                 if key in at:
                     kwargs.append(f"{key}={at[key]!r}")
-            return f"torch.optim.Adam(_params, {', '.join(kwargs)})"
+            return f"torch.optim.Adam({params}, {', '.join(kwargs)})"
         if st.op == "backward":
-            return f"{st.args[0]}.backward(retain_graph=True)" if at["retain_graph"] else f"{st.args[0]}.backward()"
+            loss = self.value(st.args[0])
+            return f"{loss}.backward(retain_graph=True)" if at["retain_graph"] else f"{loss}.backward()"
         if st.op == "grad":
-            return f"_grad({json.dumps(st.args[0])}, {st.args[0]})"
+            return f"_grad({json.dumps(st.args[0])}, {self.value(st.args[0])})"
         if st.op in ("train", "eval"):
-            modules = ", ".join(m.name for m in self.program.modules)
+            modules = ", ".join(self.ids(m.name) for m in self.program.modules)
             return f"[m.{st.op}() for m in ({modules},)]" if modules else "None  # no module"
         if spec.torch_call is not None or (spec.module is not None and st.op != "linear"):
             keywords = [f"{k}={v!r}" for k, v in torch_keywords(st.op, st.attrs).items()]
+            values = [self.value(a) for a in st.args]
             if spec.torch_call is None:
-                module, *rest = st.args
+                module, *rest = values
                 return f"{module}({', '.join([*rest, *keywords])})"
-            args = [f"[{', '.join(st.args)}]"] if spec.torch_args == "list" else list(st.args)
+            args = [f"[{', '.join(values)}]"] if spec.torch_args == "list" else values
             return f"{spec.torch_call}({', '.join([*args, *keywords])})"
         if spec.torch_code is None:
             raise ValueError(f"render: torch has no `{st.op}` ({spec.torch})")
-        fields: dict[str, Any] = {f"a{i}": a for i, a in enumerate(st.args)}
+        fields: dict[str, Any] = {f"a{i}": self.value(a) for i, a in enumerate(st.args)}
         fields.update(at)
         return spec.torch_code.format(**fields)
 
@@ -199,11 +256,9 @@ def _constructor(decl: ModuleDecl, dtype: str | None) -> str:
     return f"{path}({', '.join(parts)})"
 
 
-def _module_tensor(decl: ModuleDecl, name: str) -> str:
-    """`lin.weight`, `mha.out_proj.weight`: the module's tensor the IR calls `name`."""
-    short = name.split(".", 1)[1]
-    spec = next(p for p in MODULES[decl.kind].params if p.name == short)
-    return f"{decl.name}.{spec.torch_path or spec.name}"
+def identifiers(program: Program) -> dict[str, str]:
+    """Every name of the program -> the identifier the script writes it as."""
+    return _Renderer(program).ids.given()
 
 
 def render(
@@ -221,7 +276,7 @@ def render(
     r.setup()
     r.block(p.body, 1, False)
     checkpoints = "{" + ", ".join(str(c) for c in p.settings.checkpoints) + "}" if p.settings.checkpoints else "set()"
-    header = _HEADER.format(title=title.replace('"""', "'''"), dtype=dtype, checkpoints=checkpoints)
+    header = _HEADER.format(title=_docstring(title), dtype=dtype, checkpoints=checkpoints)
     return header + "\n" + "\n".join(r.lines) + '\n\n\nif __name__ == "__main__":\n    main()\n'
 
 
@@ -237,27 +292,29 @@ class _Sketch(_Renderer):
                 m = modules[t.module]
                 if m.name not in built:
                     built.add(m.name)
-                    self.put(0, f"{m.name} = {_constructor(m, None)}")
+                    self.put(0, f"{self.ids(m.name)} = {_constructor(m, None)}")
                 continue
             shape = ", ".join(str(d) for d in t.shape)
             suffix = ", requires_grad=True" if t.role == "param" else ""
-            self.put(0, f"{t.name} = torch.randn({shape}{suffix})  # shared initial values")
+            self.put(0, f"{self.value(t.name)} = torch.randn({shape}{suffix})  # shared initial values")
 
     def block(self, stmts: Sequence[Stmt], depth: int, in_timed: bool) -> None:
         for st in stmts:
             if st.op == "repeat":
                 assert st.body is not None
-                self.put(depth, f"for {st.attrs.get('var') or '_'} in range({st.attrs['count']}):")
+                var = st.attrs.get("var")
+                shown = self.ids(var) if isinstance(var, str) and USER_NAME.fullmatch(var) else "_"
+                self.put(depth, f"for {shown} in range({st.attrs['count']}):")
                 self.block(st.body, depth + 1, in_timed)
             elif st.op == "no_grad":
                 assert st.body is not None
                 self.put(depth, "with torch.no_grad():")
                 self.block(st.body, depth + 1, in_timed)
             elif st.op == "observe":
-                self.put(depth, f"observe({st.args[0]})")
+                self.put(depth, f"observe({self.value(st.args[0])})")
             else:
-                code = f"{st.args[0]}.grad" if st.op == "grad" else self.code(st).replace("_params", "params")
-                self.put(depth, f"{st.out} = {code}" if st.out is not None else code)
+                code = f"{self.value(st.args[0])}.grad" if st.op == "grad" else self.code(st, params="params")
+                self.put(depth, f"{self.value(st.out)} = {code}" if st.out is not None else code)
 
 
 def sketch(program: Program | dict[str, Any]) -> str | None:

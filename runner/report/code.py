@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from ..errors import BadInput
 from ..model.results import ProgramInfo
-from ..program import data, render_rust, render_torch, syntax
+from ..program import data, render_torch, syntax
 from ..program.ir import Program, Settings
+from ..program.rust.source import sketch as rust_sketch
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def _code(source: str, checkpoints: tuple[int, ...], rss_every: int, track: str 
         program = data.materialize(syntax.parse(source, where="results: program source"), seed=0, settings=settings)
     except (BadInput, ValidationError, ValueError, RecursionError):
         return ProgramCode(source, None, None)
-    return ProgramCode(source, _rendered(render_torch.sketch, program), _rendered(render_rust.sketch, program))
+    return ProgramCode(source, _rendered(render_torch.sketch, program), _rendered(rust_sketch, program))
 
 
 def _rendered(sketch: Callable[[Program], str | None], program: Program) -> str | None:

@@ -1,0 +1,1008 @@
+"""The statement generator: the burn code of a program's statements, one Rust statement per IR
+statement, doing what the burn interpreter does (see the package docstring).
+
+It runs twice over a program (`generate`). The first pass counts which Rust variables are read
+and which are assigned after their `let`; the second writes every line with each variable's
+final identifier (`x`, or `_x` when nothing reads it) and its `mut` decided. Both passes make
+the same variables in the same order (`Decl.id`), so the decisions of the first are looked up by
+id in the second."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ...contract import burn
+from ...contract.ops import unsupported
+from ..ir import Program, Stmt, TensorDecl, timed_loop, walk
+from . import literals
+from .liveness import HELD, INPLACE, liveness
+from .names import RustNames, unread
+from .state import Binding, Ctx, Decl, OptBinding, OptConfig, State, Ty
+
+BURN_VERSION = burn.pinned_version()
+INLINE_ELEMENTS = 64
+"""Initial tensors up to this many elements are written in `main.rs`; larger ones in `src/data.rs`."""
+MAX_PEELED = 3
+"""Iterations of one loop written out before its `for` (where values change type between iterations)."""
+
+UNARY_METHOD = {
+    "detach": "detach()",
+    "without_autodiff": "without_autodiff()",
+    "require_grad": "require_grad()",
+    "freeze": "set_require_grad(false)",
+    "neg": "neg()",
+    "exp": "exp()",
+    "log": "log()",
+    "sqrt": "sqrt()",
+    "abs": "abs()",
+    "tanh": "tanh()",
+}
+BINARY_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What the first pass decided for each Rust variable, by `Decl.id`."""
+
+    idents: tuple[str, ...]
+    """How it is written: its base, or `_base` when nothing reads it."""
+    muts: tuple[bool, ...]
+    """It is assigned after its `let` (or borrowed mutably): `let mut`."""
+
+    @staticmethod
+    def of(decls: Sequence[Decl], *, all_read: bool = False) -> Decided:
+        """The decisions for the variables of a finished pass (`all_read`: none is written `_x`)."""
+        return Decided(
+            idents=tuple(d.base if d.reads or all_read else unread(d.base) for d in decls),
+            muts=tuple(d.mut for d in decls),
+        )
+
+
+class Generator:
+    """One pass over a program (see the module docstring): `decided` is None in the first pass,
+    which only counts, and the first pass's decisions in the second, which writes."""
+
+    def __init__(self, program: Program, *, sketch: bool = False, decided: Decided | None = None) -> None:
+        self.p = program
+        self.sketch = sketch
+        self.decided = decided
+        for st in program.statements():
+            lacked = unsupported("burn", st.op, st.attrs)
+            if lacked is not None:
+                raise ValueError(f"render: line {st.line}: burn {BURN_VERSION} has no `{lacked[0]}` ({lacked[1]})")
+        self.live = liveness(program)
+        self.timed = timed_loop(program.body)
+        self.timed_observes = self.timed is not None and any(s.op == "observe" for s in walk(self.timed.body or []))
+        """The timed loop observes: observations carry their iteration, and the last iteration's
+        are printed when it ends."""
+        self.modules = {m.name: m for m in program.modules}
+        self.params: dict[str, TensorDecl] = {t.name: t for t in program.params()}
+        self.names = RustNames(program)
+        self.lines: list[tuple[int, str]] = []
+        self.decls: list[Decl] = []
+        self.model_unread = False
+        self.loops = 0
+        """Loop boundaries (a `for` opened or closed) emitted so far."""
+        self.used: set[str] = set()
+        self.dry = 0
+        self.protected: list[set[str]] = []
+        self.data_file: list[str] = []
+        self.model_fields: list[str] = []
+        self.has_model = False
+        self.head: list[str] = []
+        """The sketch's lines before the statements."""
+        self.device = self.decl("device")
+        self.model = self.decl("model")
+
+    # variables
+
+    def fresh(self, base: str) -> str:
+        """`base`, or `base_2`, `base_3`... when an enclosing loop carries a variable named `base`."""
+        return self.names.fresh(base, set().union(*self.protected))
+
+    def decl(self, base: str) -> Decl:
+        d = Decl(len(self.decls), base)
+        self.decls.append(d)
+        return d
+
+    def v(self, decl: Decl) -> str:
+        """The variable as written (the first pass writes its base: its lines are not kept)."""
+        return decl.base if self.decided is None else self.decided.idents[decl.id]
+
+    def mut(self, decl: Decl) -> str:
+        """`mut ` in its `let` when it is assigned later."""
+        return "mut " if self.decided is not None and self.decided.muts[decl.id] else ""
+
+    def read_decl(self, decl: Decl) -> str:
+        if not self.dry:
+            decl.reads += 1
+            decl.reads_since_write += 1
+            if decl is self.model:
+                self.model_unread = False
+        return self.v(decl)
+
+    def iteration(self, it: str | Decl) -> str:
+        """The timed loop's iteration as an expression: a written-out number, or the `for`'s variable (read)."""
+        return it if isinstance(it, str) else self.read_decl(it)
+
+    def model_written(self) -> None:
+        """`model = opt.step(...)`: Rust warns about an assignment nothing reads after."""
+        if not self.dry:
+            self.model_unread = True
+
+    def set_mut(self, decl: Decl) -> None:
+        if not self.dry:
+            decl.mut = True
+
+    def use(self, *names: str) -> None:
+        if not self.dry:
+            self.used.update(names)
+
+    # output
+
+    @property
+    def writing(self) -> bool:
+        """The second pass, outside a loop's trial run: lines are kept."""
+        return self.decided is not None and not self.dry
+
+    def put(self, depth: int, text: str, st: Stmt | None = None, note: str = "") -> None:
+        if not self.writing:
+            return
+        comment = ""
+        if not self.sketch:
+            where = f"[{st.index}] line {st.line}" if st is not None else ""
+            comment = "  // " + ": ".join(x for x in (where, note) if x) if (where or note) else ""
+        elif note and st is None:
+            comment = "  // " + note
+        self.lines.append((depth, text + comment))
+
+    def text(self) -> str:
+        return "\n".join(("    " * depth + t) if t else "" for depth, t in self.lines)
+
+    # reading values
+
+    def param_expr(self, name: str, state: State) -> tuple[str, Ty, str]:
+        """A param's current value: (expression, type, the field path)."""
+        t = self.params[name]
+        model = self.read_decl(self.model)
+        if t.module is not None:
+            m = self.names.field(t.module)
+            if name.endswith(".weight"):
+                return f"{model}.{m}.weight.val()", Ty(2, True), f"{model}.{m}.weight"
+            return f"{model}.{m}.bias.as_ref().unwrap().val()", Ty(1), f"{model}.{m}.bias.as_ref().unwrap()"
+        f = self.names.field(name)
+        return f"{model}.{f}.val()", Ty(len(t.shape)), f"{model}.{f}"
+
+    def operand(self, state: State, st: Stmt, pos: int, *, borrowed: bool = False) -> tuple[str, Ty]:
+        """The argument's value: moved on its last use, cloned before (`borrowed`: read by
+        reference, never cloned)."""
+        name = st.args[pos]
+        if name in self.params:
+            expr, ty, _ = self.param_expr(name, state)
+            return expr, ty
+        b = state.vars.get(name)
+        if b is None or not b.value or b.ty is None:
+            raise AssertionError(f"render: line {st.line}: {name!r} has no value here")
+        ident = self.read_decl(b.decl)
+        if self.live.take.get((st.index, pos), False):
+            b.value = False
+            return ident, b.ty
+        return (ident if borrowed else f"{ident}.clone()"), b.ty
+
+    def type_of(self, state: State, name: str) -> Ty:
+        if name in self.params:
+            t = self.params[name]
+            return Ty(2, True) if t.module is not None and name.endswith(".weight") else Ty(len(t.shape))
+        b = state.vars.get(name)
+        return b.ty if b is not None and b.ty is not None else Ty(0)
+
+    @staticmethod
+    def materialize(expr: str, ty: Ty) -> tuple[str, Ty]:
+        """In torch's layout: a value in burn's Linear-weight layout is transposed."""
+        if ty.transposed:
+            return f"{expr}.transpose()", Ty(ty.rank)
+        return expr, ty
+
+    def kept(self, st: Stmt, role: str) -> bool:
+        return self.live.keep.get((st.index, role), False)
+
+    # writing values
+
+    def carried_binding(self, ctx: Ctx, name: str) -> Binding | None:
+        for frame in reversed(ctx.carried):
+            if name in frame:
+                return frame[name]
+        return None
+
+    def write(
+        self,
+        state: State,
+        ctx: Ctx,
+        name: str,
+        keep: bool,
+        expr: str,
+        ty: Ty,
+        depth: int,
+        st: Stmt | None,
+        note: str = "",
+        tail: bool = False,
+    ) -> None:
+        """Binds `name` to the value of `expr` (or drops it at once when nobody reads it)."""
+        if not keep:
+            self.put(depth, f"let _ = {expr};", st, note)
+            return
+        outer = self.carried_binding(ctx, name)
+        old = state.vars.get(name)
+        if outer is not None and outer.ty == ty:
+            # a loop-carried variable: assigned in place (the old value is dropped here)
+            if old is not None and old.decl is outer.decl and old.value:
+                self.unread_overwrite(outer.decl, depth)
+            self.set_mut(outer.decl)
+            self.put(depth, f"{self.v(outer.decl)} = {expr};", st, note)
+            self.written(outer.decl)
+            state.vars[name] = Binding(outer.decl, ty, True)
+            return
+        if old is not None and old.value and tail and old.ty == ty and outer is None and old.decl.reads_since_write:
+            # the old value is still held: the interpreter drops it when the name is rebound
+            self.set_mut(old.decl)
+            self.put(depth, f"{self.v(old.decl)} = {expr};", st, note)
+            self.written(old.decl)
+            old.value = True
+            return
+        if old is not None and old.value and tail:
+            self.put(depth, f"drop({self.read_decl(old.decl)});", None, "the value it held is dropped here")
+        d = self.decl(self.fresh(self.names.local(name)))
+        self.put(depth, f"let {self.mut(d)}{self.v(d)} = {expr};", st, note)
+        self.written(d)
+        state.vars[name] = Binding(d, ty, True)
+
+    def written(self, decl: Decl) -> None:
+        if not self.dry:
+            decl.reads_since_write = 0
+            decl.written_at = self.loops
+
+    def unread_overwrite(self, decl: Decl, depth: int) -> None:
+        """Before a variable is assigned again: when its value was written since the last loop
+        boundary and not read since (a loop written out made that plain), Rust would warn that the
+        value is never read; it is dropped explicitly (where the interpreter drops it too)."""
+        if not self.dry and decl.reads_since_write == 0 and decl.written_at == self.loops:
+            self.put(depth, f"drop({self.read_decl(decl)});", None, "its value is replaced here")
+
+    def drop_after(self, state: State, st: Stmt, pos: int, depth: int, tail: bool) -> None:
+        """A value read by reference on its last use is dropped, as the interpreter does, when a
+        later backward could otherwise still see its graph nodes."""
+        name = st.args[pos]
+        if name in self.params or not self.live.take.get((st.index, pos), False) or not tail:
+            return
+        b = state.vars.get(name)
+        if b is not None and not self.sketch:
+            self.put(depth, f"drop({self.read_decl(b.decl)});", None, "its last use: dropped now, as the runner does")
+
+    # setup
+
+    def setup(self, state: State) -> None:
+        p = self.p
+        self.put(1, f"let {self.v(self.device)} = Device::flex().autodiff();")
+        fields: list[str] = []
+        order: list[str] = []
+        for t in p.tensors:
+            if t.module is not None:
+                if t.module not in order:
+                    order.append(t.module)
+            elif t.role == "param":
+                order.append(t.name)
+        self.has_model = bool(order) or any(
+            s.op == "step" or (s.op == "backward" and s.attrs.get("accumulate")) for s in p.statements()
+        )
+        if self.has_model:
+            self.use("Module")
+            self.put(1, f"let {self.mut(self.model)}{self.v(self.model)} = Model {{")
+            by_name = {t.name: t for t in p.tensors}
+            for name in order:
+                if name in self.modules:
+                    m = self.modules[name]
+                    self.use("Linear", "Param")
+                    w = by_name[f"{name}.weight"]
+                    if m.text("layout") == "transposed":
+                        how = f"torch's [{m.integer('d_out')}, {m.integer('d_in')}] weight transposed into burn's [d_in, d_out]"
+                        data = literals.transpose_host(w.data, m.integer("d_out"), m.integer("d_in"))
+                    else:
+                        how = (
+                            f"torch's [{m.integer('d_out')}, {m.integer('d_in')}] buffer copied as is into burn's [d_in, d_out] "
+                            '(layout "copied": the port forgot the transpose)'
+                        )
+                        data = list(w.data)
+                    fields.append(f"{self.names.field(name)}: Linear")
+                    self.put(
+                        2,
+                        f"{self.names.field(name)}: Linear {{",
+                        None,
+                        f"{name} = Linear({m.integer('d_in')}, {m.integer('d_out')}): {how}",
+                    )
+                    self.put(
+                        3,
+                        f"weight: Param::from_tensor({self.tensor_literal(f'{name}.weight', data, [m.integer('d_in'), m.integer('d_out')])}),",
+                    )
+                    if m.flag("bias"):
+                        b = by_name[f"{name}.bias"]
+                        self.put(3, f"bias: Some(Param::from_tensor({self.tensor_literal(b.name, b.data, b.shape)})),")
+                    else:
+                        self.put(3, "bias: None,")
+                    self.put(2, "},")
+                else:
+                    t = by_name[name]
+                    self.use("Param")
+                    fields.append(f"{self.names.field(name)}: Param<Tensor<{len(t.shape)}>>")
+                    self.put(
+                        2,
+                        f"{self.names.field(name)}: Param::from_tensor({self.tensor_literal(name, t.data, t.shape)}),",
+                    )
+            self.put(1, "};")
+        self.model_fields = fields
+        for t in p.tensors:
+            if t.role == "input":
+                d = self.decl(self.names.local(t.name))
+                self.put(1, f"let {self.mut(d)}{self.v(d)} = {self.tensor_literal(t.name, t.data, t.shape)};")
+                state.vars[t.name] = Binding(d, Ty(len(t.shape)), True)
+
+    def tensor_literal(self, name: str, data: Sequence[float], shape: Sequence[int]) -> str:
+        device = self.read_decl(self.device)
+        rank = len(shape)
+        if len(data) <= INLINE_ELEMENTS:
+            return f"Tensor::<{rank}>::from_floats({literals.nested(data, shape)}, &{device})"
+        const = self.names.static(name)
+        if self.writing:
+            rows = [", ".join(literals.f32(v) for v in data[i : i + 8]) for i in range(0, len(data), 8)]
+            self.data_file.append(
+                f"pub static {const}: [f32; {len(data)}] = [\n" + "".join(f"    {r},\n" for r in rows) + "];"
+            )
+        self.use("TensorData")
+        dims = ", ".join(str(d) for d in shape)
+        return f"Tensor::<{rank}>::from_data(TensorData::new(data::{const}.to_vec(), [{dims}]), &{device})"
+
+    # statements
+
+    def block(self, stmts: Sequence[Stmt], state: State, depth: int, ctx: Ctx) -> None:
+        # later[i]: a backward runs after statement i in this Rust scope
+        later = [ctx.tail_backward] * (len(stmts) + 1)
+        for i in range(len(stmts) - 1, -1, -1):
+            later[i] = later[i + 1] or any(s.op == "backward" for s in walk(stmts[i + 1 : i + 2]))
+        for i, st in enumerate(stmts):
+            tail = later[i]
+            if st.op == "repeat":
+                self.repeat(st, state, depth, ctx, tail)
+            else:
+                self.stmt(st, state, depth, ctx, tail)
+
+    def stmt(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
+        op = st.op
+        if op in ("sgd", "adam"):
+            self.optimizer(st, state, depth, ctx)
+            return
+        if op == "step":
+            self.step(st, state, depth, ctx)
+            return
+        if op == "zero_grad":
+            if not self.sketch:
+                what = "the gradients held are dropped" if state.held != "none" else "no gradients are held"
+                self.put(
+                    depth, f"// [{st.index}] line {st.line}: zero_grad({st.args[0]}): burn has nothing to reset; {what}"
+                )
+            self.drop_carried_grads(state, ctx, depth, (state.grads, state.grads_sum))
+            state.held, state.grads, state.grads_sum = "none", None, None
+            return
+        if op == "backward":
+            self.backward(st, state, depth, ctx, tail)
+            return
+        if op == "observe":
+            self.observe(st, state, depth, ctx)
+            return
+        if op in INPLACE and st.args[0] in self.params:
+            self.param_inplace(st, state, depth, ctx, tail)
+            return
+        if op == "grad":
+            self.grad(st, state, depth, ctx, tail)
+            return
+        if op == "item":
+            expr, _ = self.operand(state, st, 0)
+            self.put(depth, f"let _ = {expr}.into_scalar::<f32>();", st)
+            return
+        note = ""
+        if op == "transpose" and self.type_of(state, st.args[0]).transposed:
+            note = "no operation: the value is held in burn's [d_in, d_out] layout, which is torch's transpose"
+        expr, ty = self.expression(st, state)
+        if op in INPLACE:
+            self.inplace_slot(st, state, depth, ctx, expr, ty, tail)
+            return
+        assert st.out is not None
+        self.write(state, ctx, st.out, self.kept(st, "out"), expr, ty, depth, st, note, tail)
+
+    def expression(self, st: Stmt, state: State) -> tuple[str, Ty]:
+        op, at = st.op, st.attrs
+        if op == "linear":
+            x, ty = self.materialize(*self.operand(state, st, 1))
+            model = self.read_decl(self.model)
+            return f"{model}.{self.names.field(st.args[0])}.forward({x})", ty
+        if op in BINARY_OPERATOR or op == "matmul":
+            a, ta = self.operand(state, st, 0)
+            b, tb = self.operand(state, st, 1)
+            if ta.rank != tb.rank:
+                raise ValueError(
+                    f"render: line {st.line}: `{op}` of a rank-{ta.rank} and a rank-{tb.rank} tensor: burn's tensor "
+                    "operations take operands of equal rank (torch broadcasts across ranks, burn has no such operation)"
+                )
+            if op == "matmul" or ta.transposed != tb.transposed:
+                a, ta = self.materialize(a, ta)
+                b, tb = self.materialize(b, tb)
+            if op == "matmul":
+                return f"{a}.matmul({b})", Ty(ta.rank)
+            return f"{a} {BINARY_OPERATOR[op]} {b}", ta
+        if op == "reshape":
+            a, ta = self.materialize(*self.operand(state, st, 0))
+            shape = at["shape"]
+            assert isinstance(shape, list)
+            return f"{a}.reshape([{', '.join(str(d) for d in shape)}])", Ty(len(shape))
+        a, ta = self.operand(state, st, 0)
+        if op in UNARY_METHOD:
+            return f"{a}.{UNARY_METHOD[op]}", ta
+        if op == "add_scalar_":
+            return f"{a}.add_scalar({literals.f64(literals.num(at, 'scalar'))})", ta
+        if op == "clone":
+            return a, ta
+        if op == "transpose":
+            if ta.transposed:
+                return a, Ty(2)
+            return f"{a}.transpose()", ta
+        if op in ("relu", "sigmoid"):
+            self.use("activation")
+            return f"activation::{op}({a})", ta
+        if op in ("sum", "mean"):
+            return f"{a}.{op}()", Ty(1)
+        if op == "add_scalar":
+            return f"{a}.add_scalar({literals.f64(literals.num(at, 'scalar'))})", ta
+        if op == "mul_scalar":
+            return f"{a}.mul_scalar({literals.f64(literals.num(at, 'scalar'))})", ta
+        if op == "powi":
+            return f"{a}.powi_scalar({at['exponent']})", ta
+        if op == "sum_dim":
+            a, ta = self.materialize(a, ta)
+            return f"{a}.sum_dim({at['dim']})", ta
+        raise AssertionError(f"render: no Rust for `{op}`")
+
+    def inplace_slot(self, st: Stmt, state: State, depth: int, ctx: Ctx, expr: str, ty: Ty, tail: bool) -> None:
+        """`require_grad(x)`, `freeze(x)`, `add_scalar_(x, s)` of a tensor that is not a param:
+        `x` is rebound (and `out` too when given)."""
+        name = st.args[0]
+        keep_alias = self.kept(st, "alias")
+        out = st.out if st.out is not None and st.out != name else None
+        keep_out = out is not None and self.kept(st, "out")
+        if keep_alias and keep_out:
+            assert out is not None
+            self.write(state, ctx, name, True, expr, ty, depth, st, tail=tail)
+            b = state.vars[name]
+            self.write(state, ctx, out, True, f"{self.read_decl(b.decl)}.clone()", ty, depth, None, tail=tail)
+        elif keep_out:
+            assert out is not None
+            self.write(state, ctx, out, True, expr, ty, depth, st, tail=tail)
+        else:
+            self.write(state, ctx, name, keep_alias, expr, ty, depth, st, tail=tail)
+
+    def param_inplace(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
+        name = st.args[0]
+        t = self.params[name]
+        model = self.read_decl(self.model)
+        self.set_mut(self.model)
+        if st.op == "add_scalar_":
+            change = f"map(|t| t.add_scalar({literals.f64(literals.num(st.attrs, 'scalar'))}))"
+        else:
+            change = f"set_require_grad({'true' if st.op == 'require_grad' else 'false'})"
+        if t.module is not None and name.endswith(".bias"):
+            path = f"{model}.{self.names.field(t.module)}.bias"
+            self.put(depth, f"{path} = {path}.map(|b| b.{change});", st)
+        else:
+            path = (
+                f"{model}.{self.names.field(t.module)}.weight"
+                if t.module is not None
+                else f"{model}.{self.names.field(name)}"
+            )
+            self.put(depth, f"{path} = {path}.{change};", st)
+        if st.out is not None and st.out != name and self.kept(st, "out"):
+            expr, ty, _ = self.param_expr(name, state)
+            self.write(state, ctx, st.out, True, expr, ty, depth, None, tail=tail)
+
+    def optimizer(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+        at = st.attrs
+        assert st.out is not None
+        lr = literals.num(at, "lr")
+        if st.op == "sgd":
+            self.use("SgdConfig")
+            parts = ["SgdConfig::new()"]
+            momentum = literals.num(at, "momentum", 0.0)
+            if momentum != 0.0:
+                self.use("MomentumConfig")
+                m = f"MomentumConfig::new().with_momentum({literals.f64(momentum)})"
+                if "dampening" in at:
+                    m += f".with_dampening({literals.f64(literals.num(at, 'dampening'))})"
+                if "nesterov" in at:
+                    m += f".with_nesterov({'true' if at['nesterov'] else 'false'})"
+                parts.append(f".with_momentum(Some({m}))")
+            wd = literals.num(at, "weight_decay", 0.0)
+            if wd != 0.0:
+                self.use("WeightDecayConfig")
+                parts.append(f".with_weight_decay(Some(WeightDecayConfig::new({literals.f32(wd)})))")
+        else:
+            self.use("AdamConfig")
+            parts = ["AdamConfig::new()"]
+            for key, method in (("beta1", "with_beta_1"), ("beta2", "with_beta_2"), ("eps", "with_epsilon")):
+                if key in at:
+                    parts.append(f".{method}({literals.f32(literals.num(at, key))})")
+            wd = literals.num(at, "weight_decay", 0.0)
+            if wd != 0.0:
+                self.use("WeightDecayConfig")
+                parts.append(f".with_weight_decay(Some(WeightDecayConfig::new({literals.f32(wd)})))")
+        parts.append(".init()")
+        builder = "".join(parts)
+        config = OptConfig(st.op, lr, builder)
+        note = f"lr {lr!r} is an argument of step in burn"
+        if not self.kept(st, "opt"):
+            self.put(depth, f"let _ = {builder};", st, note + "; never stepped before it is replaced")
+            return
+        carried = self.carried_binding(ctx, st.out)
+        if carried is not None:
+            self.set_mut(carried.decl)
+            self.put(depth, f"{self.v(carried.decl)} = {builder};", st, note)
+            state.opts[st.out] = OptBinding(carried.decl, config)
+            return
+        d = self.decl(self.fresh(self.names.local(st.out)))
+        self.put(depth, f"let {self.mut(d)}{self.v(d)} = {builder};", st, note)
+        state.opts[st.out] = OptBinding(d, config)
+
+    def drop_carried_grads(self, state: State, ctx: Ctx, depth: int, held: Iterable[Binding | None]) -> None:
+        """Gradients a loop carries in a variable declared before it are dropped where the
+        interpreter drops them (`step`, `zero_grad`), not when the variable is next assigned."""
+        carried = {b.decl.id for frame in ctx.carried for b in frame.values()}
+        for b in held:
+            if b is not None and b.decl.id in carried and not self.sketch:
+                self.put(depth, f"drop({self.read_decl(b.decl)});", None, "the gradients held are dropped")
+
+    def step(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+        opt = state.opts[st.args[0]]
+        o = self.read_decl(opt.decl)
+        self.set_mut(opt.decl)
+        self.set_mut(self.model)
+        model = self.read_decl(self.model)
+        lr = literals.f64(opt.config.lr)
+        self.use("GradientsParams")
+        if state.held == "raw" and state.grads is not None:
+            d = self.decl(self.fresh("grads"))
+            g = self.read_decl(state.grads.decl)
+            self.put(depth, f"let {self.v(d)} = GradientsParams::from_grads({g}, &{model});", st)
+            self.put(depth, f"{model} = {o}.step({lr}, {model}, {self.read_decl(d)});")
+            self.model_written()
+        elif state.held == "acc" and state.grads_sum is not None:
+            s = self.read_decl(state.grads_sum.decl)
+            self.put(depth, f"{model} = {o}.step({lr}, {model}, {s});", st, "the accumulated gradients")
+            self.model_written()
+            self.drop_carried_grads(state, ctx, depth, (state.grads,))
+        else:
+            self.put(depth, f"{model} = {o}.step({lr}, {model}, GradientsParams::new());", st, "no gradients held")
+            self.model_written()
+        state.held, state.grads, state.grads_sum = "none", None, None
+
+    def held_write(
+        self, state: State, ctx: Ctx, which: str, expr: str, depth: int, st: Stmt | None, note: str = ""
+    ) -> None:
+        """Binds `grads` (which="grads") or `grads_sum`, in place when a loop carries them."""
+        outer = self.carried_binding(ctx, "@" + which)
+        if outer is not None:
+            current = state.grads if which == "grads" else state.grads_sum
+            if current is not None and current.decl is outer.decl:
+                self.unread_overwrite(outer.decl, depth)
+            self.set_mut(outer.decl)
+            self.put(depth, f"{self.v(outer.decl)} = {expr};", st, note)
+            self.written(outer.decl)
+            b = Binding(outer.decl)
+        else:
+            # the newest gradients beside an accumulated sum get their own name: often unread
+            base = "newest_grads" if which == "grads" and state.held == "acc" else which
+            d = self.decl(self.fresh(base))
+            self.put(depth, f"let {self.mut(d)}{self.v(d)} = {expr};", st, note)
+            self.written(d)
+            b = Binding(d)
+        if which == "grads":
+            state.grads = b
+        else:
+            state.grads_sum = b
+
+    def backward(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
+        loss, _ = self.operand(state, st, 0, borrowed=True)
+        keep = self.kept(st, "held")
+        accumulate = bool(st.attrs.get("accumulate")) and state.held != "none"
+        if not keep:
+            self.put(depth, f"let _ = {loss}.backward();", st, "nothing reads these gradients")
+            state.held, state.grads, state.grads_sum = "raw", None, None
+        elif not accumulate:
+            self.held_write(state, ctx, "grads", f"{loss}.backward()", depth, st)
+            state.held, state.grads_sum = "raw", None
+        else:
+            self.use("GradientsAccumulator", "GradientsParams")
+            model = self.read_decl(self.model)
+            fresh = self.decl(self.fresh("fresh"))
+            acc = self.decl(self.fresh("acc"))
+            fresh.mut = acc.mut = True
+            self.put(depth, f"let {self.mut(fresh)}{self.v(fresh)} = {loss}.backward();", st, "accumulate=True")
+            self.put(depth, f"let {self.mut(acc)}{self.v(acc)} = GradientsAccumulator::<Model>::new();")
+            if state.held == "raw" and state.grads is not None:
+                self.set_mut(state.grads.decl)
+                g = self.read_decl(state.grads.decl)
+                old = f"GradientsParams::from_module(&mut {g}, &{model})"
+            else:
+                assert state.grads_sum is not None
+                old = self.read_decl(state.grads_sum.decl)
+            a = self.read_decl(acc)
+            self.put(depth, f"{a}.accumulate(&{model}, {old});")
+            f = self.read_decl(fresh)
+            self.put(depth, f"{a}.accumulate(&{model}, GradientsParams::from_module(&mut {f}, &{model}));")
+            state.held = "acc"
+            self.held_write(state, ctx, "grads_sum", f"{a}.grads()", depth, None, "the params' gradients, summed")
+            self.held_write(state, ctx, "grads", self.read_decl(fresh), depth, None, "the newest, for other tensors")
+        self.drop_after(state, st, 0, depth, tail)
+
+    def grad_expr(self, state: State, st: Stmt, pos: int, value_ident: str | None) -> str | None:
+        """The gradient held for the argument now (an `Option<Tensor<D>>` expression), or None
+        when none is held."""
+        name = st.args[pos]
+        if state.held == "none" or state.grads is None:
+            return None
+        if name in self.params:
+            _, ty, path = self.param_expr(name, state)
+            if state.held == "acc" and state.grads_sum is not None:
+                s = self.read_decl(state.grads_sum.decl)
+                return f"{s}.get::<{ty.rank}>({path}.id)"
+            return f"{path}.grad(&{self.read_decl(state.grads.decl)})"
+        assert value_ident is not None
+        return f"{value_ident}.grad(&{self.read_decl(state.grads.decl)})"
+
+    def grad(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
+        name = st.args[0]
+        if name in self.params:
+            ty = self.type_of(state, name)
+            ident = None
+        else:
+            b = state.vars[name]
+            assert b.ty is not None
+            ty, ident = b.ty, self.read_decl(b.decl)
+            if self.live.take.get((st.index, 0), False):
+                b.value = False
+        shown = "the param" if name in self.params else name
+        message = (
+            f"grad: no gradient held for {json.dumps(shown)} (none since the last backward, "
+            "or consumed by step, or reset by zero_grad)"
+        )
+        g = self.grad_expr(state, st, 0, ident)
+        assert st.out is not None
+        if g is None:
+            expr = f"None::<Tensor<{ty.rank}>>.expect({literals.string(message)})"
+            note = "no backward since the last step / zero_grad: nothing is held"
+        else:
+            expr, note = f"{g}.expect({literals.string(message)})", ""
+        taken = name not in self.params and self.live.take.get((st.index, 0), False) and tail
+        if taken and st.out == name and self.kept(st, "out"):
+            # `x = grad(x)`: the old x is dropped after its gradient is read, before x is rebound
+            old = state.vars[name]
+            tmp = self.decl(self.fresh("grad_tmp"))
+            self.put(depth, f"let {self.v(tmp)} = {expr};", st, note)
+            self.put(depth, f"drop({self.read_decl(old.decl)});", None, "its last use: dropped now, as the runner does")
+            self.write(state, ctx, st.out, True, self.read_decl(tmp), ty, depth, None, tail=tail)
+            return
+        self.write(state, ctx, st.out, self.kept(st, "out"), expr, ty, depth, st, note, tail)
+        if st.out != name:
+            self.drop_after(state, st, 0, depth, tail)
+
+    def observe(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+        name = st.args[0]
+        values = bool(st.attrs.get("values", True))
+        label = str(st.attrs.get("label", name))
+        if self.sketch:
+            if name in self.params:
+                self.put(depth, f"observe(&{self.param_expr(name, state)[2].removesuffix('.as_ref().unwrap()')});")
+            else:
+                self.put(depth, f"observe(&{self.read_decl(state.vars[name].decl)});")
+            return
+        grad: str | None = None
+        if values:
+            ident = None if name in self.params else self.read_decl(state.vars[name].decl)
+            grad = self.grad_expr(state, st, 0, ident)
+        value, ty = self.operand(state, st, 0)
+        fn = "observe_transposed" if ty.transposed else "observe"
+        self.use(fn)
+        args = [literals.string(label), literals.string(name), str(st.index)]
+        if self.timed_observes:
+            args.append(f"Some({self.iteration(ctx.iteration)})" if ctx.iteration is not None else "None")
+        args += [grad if grad is not None else "None", value, "true" if values else "false"]
+        self.put(depth, f"{fn}({', '.join(args)});", st)
+
+    # loops
+
+    def repeat(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
+        assert st.body is not None
+        count = st.attrs["count"]
+        assert isinstance(count, int)
+        timed = st is self.timed
+        end = self.live.end[st.index]
+        carried_names = sorted(self.live.defined[st.index] & end)
+        body_has_backward = any(s.op == "backward" for s in walk(st.body))
+        done = 0
+        while done < count:
+            first = done + 1
+            # try the rest as one loop: every carried value must keep its type across iterations
+            trial = self.loop_fits(st, state, carried_names, ctx, timed)
+            if trial is not None:
+                self.emit_loop(st, state, trial, depth, ctx, carried_names, timed, first, count)
+                return
+            if done >= MAX_PEELED:
+                raise ValueError(
+                    f"render: line {st.line}: the loop's values change type (rank, layout or gradients held) "
+                    f"for more than {MAX_PEELED} iterations; straight-line Rust cannot give them one type"
+                )
+            # written out: one iteration in the enclosing scope
+            what = (
+                f"the only iteration of the loop at line {st.line}, written out"
+                if count == 1
+                else f"iteration {first} of the loop at line {st.line}, written out: its values' types change"
+            )
+            if not self.sketch:
+                self.put(depth, f"// {what}")
+            else:
+                self.put(depth, f"// iteration {first} (written out)")
+            inner = Ctx(
+                iteration=str(first) if timed else ctx.iteration,
+                tail_backward=tail or body_has_backward,
+                carried=ctx.carried,
+            )
+            self.block(st.body, state, depth, inner)
+            if timed and self.timed_observes and first == count and not self.sketch:
+                self.put(depth, "print_pending(true);", None, "the last iteration's observations, with their values")
+            if timed:
+                self.checkpoint(state, depth, str(first), static=first)
+            self.forget_locals(st, state, carried_names)
+            done += 1
+
+    def forget_locals(self, st: Stmt, state: State, carried_names: Sequence[str]) -> None:
+        """After an iteration, a name its body wrote that nothing reads later holds nothing."""
+        for name in self.live.defined[st.index] - set(carried_names):
+            if name in state.vars:
+                state.vars[name].value = False
+
+    def loop_fits(self, st: Stmt, state: State, carried_names: Sequence[str], ctx: Ctx, timed: bool) -> State | None:
+        """The state after one iteration from `state` (a dry run), if every carried value keeps its
+        type (rank, layout, gradients held) across it; None if not."""
+        trial = state.copy()
+        frame: dict[str, Binding] = {}
+        for name in carried_names:
+            if name == HELD:
+                continue
+            b = trial.vars.get(name)
+            if b is not None and b.value:
+                frame[name] = b
+        self.dry += 1
+        try:
+            inner = Ctx(iteration="it" if timed else ctx.iteration, carried=(*ctx.carried, frame))
+            self.block(st.body or [], trial, 0, inner)
+        finally:
+            self.dry -= 1
+        for name in carried_names:
+            before, after = state.signature(name), trial.signature(name)
+            if name in state.opts or name in trial.opts or name == HELD:
+                if before != after:
+                    return None
+            elif before is not None and before != after:
+                return None
+        return trial
+
+    def emit_loop(
+        self,
+        st: Stmt,
+        state: State,
+        trial: State,
+        depth: int,
+        ctx: Ctx,
+        carried_names: Sequence[str],
+        timed: bool,
+        first: int,
+        count: int,
+    ) -> None:
+        """The rest of the loop as a Rust `for`; `trial`: the state after one iteration (its types)."""
+        assert st.body is not None
+        # the carried variables, declared before the loop
+        frame: dict[str, Binding] = {}
+        for name in carried_names:
+            if name == HELD:
+                continue
+            if name in state.opts or name in trial.opts:
+                if name in state.opts:
+                    frame[name] = Binding(state.opts[name].decl)
+                continue
+            b = state.vars.get(name)
+            if b is not None and b.value:
+                frame[name] = b
+                continue
+            after = trial.vars.get(name)
+            if after is None or after.ty is None:
+                continue
+            d = self.decl(self.fresh(self.names.local(name)))
+            if name in self.live.after[st.index]:
+                # bound only inside the loop and read after it: Rust wants a value before the loop
+                device = self.read_decl(self.device)
+                ones = ", ".join("1" for _ in range(after.ty.rank))
+                self.put(
+                    depth,
+                    f"let {self.mut(d)}{self.v(d)} = Tensor::<{after.ty.rank}>::empty([{ones}], &{device});",
+                    None,
+                    f"`{name}` is bound in the loop below; Rust needs a value before it (never read)",
+                )
+            else:
+                why = "the checkpoints read it" if name == self.p.settings.track else "the next iteration reads it"
+                self.put(
+                    depth,
+                    f"let {self.mut(d)}{self.v(d)}: Tensor<{after.ty.rank}>;",
+                    None,
+                    f"`{name}` is bound in the loop below and kept across iterations ({why})",
+                )
+            binding = Binding(d, after.ty, True)
+            state.vars[name] = binding
+            frame[name] = binding
+        if HELD in carried_names:
+            for which in ("grads", "grads_sum"):
+                b = state.grads if which == "grads" else state.grads_sum
+                if b is not None:
+                    frame["@" + which] = b
+        for b in frame.values():
+            self.set_mut(b.decl)
+        self.protected.append({b.decl.base for b in frame.values()})
+        remaining = count - first + 1
+        it = self.decl("it")
+        if timed:
+            header = f"for {self.v(it)} in {first}..={count} {{"
+            cps = self.p.settings.checkpoints
+            note = (
+                f"the timed loop: observations at iterations {', '.join(map(str, cps))}"
+                if cps
+                else "the timed loop: no checkpoints, the observations in it record nothing"
+            )
+        else:
+            header = f"for _ in 0..{remaining} {{"
+            note = ""
+        self.put(depth, header, st, note)
+        self.loops += 0 if self.dry else 1
+        inner = Ctx(iteration=it if timed else ctx.iteration, carried=(*ctx.carried, frame))
+        self.block(st.body, state, depth + 1, inner)
+        if timed and self.timed_observes and not self.sketch:
+            self.put(depth + 1, "print_pending(true);", None, "the last iteration's observations, with their values")
+        if timed:
+            self.checkpoint(state, depth + 1, it, static=None)
+        self.put(depth, "}")
+        self.loops += 0 if self.dry else 1
+        self.protected.pop()
+        self.forget_locals(st, state, carried_names)
+        for name, b in frame.items():
+            if name.startswith("@"):
+                continue
+            if name in state.opts:
+                continue
+            current = state.vars.get(name)
+            if current is not None and current.decl is not b.decl:
+                # the loop's last write of it went to the carried variable
+                state.vars[name] = Binding(b.decl, current.ty, current.value)
+
+    def checkpoint(self, state: State, depth: int, it: str | Decl, static: int | None) -> None:
+        """After a timed iteration (`it`: a written-out one's number, or the `for`'s variable):
+        the `track` tensor's flags, at the checkpoints."""
+        track = self.p.settings.track
+        if track is None or not self.p.settings.checkpoints or self.sketch:
+            return
+        if static is not None and static not in self.p.settings.checkpoints:
+            return
+        if track in self.params:
+            value = f"&{self.param_expr(track, state)[0]}"
+        else:
+            b = state.vars.get(track)
+            value = f"&{self.read_decl(b.decl)}" if b is not None and b.value else ""
+        self.use("checkpoint")
+        iteration = self.iteration(it)
+        call = (
+            f"checkpoint({iteration}, {literals.string(track)}, Some({value}));"
+            if value
+            else f"checkpoint({iteration}, {literals.string(track)}, None::<&Tensor<1>>);"
+        )
+        if static is None:
+            self.use("CHECKPOINTS")
+            self.put(depth, f"if CHECKPOINTS.contains(&{iteration}) {{")
+            self.put(depth + 1, call)
+            self.put(depth, "}")
+        else:
+            self.put(depth, call)
+
+    # the whole of `fn main`
+
+    def main(self, state: State) -> None:
+        """The body of the reproducer's `fn main`: the params and inputs, the statements."""
+        self.setup(state)
+        if self.timed_observes:
+            self.put(1, "// The timed loop's last iteration prints its observations when it ends (the runner reads")
+            self.put(1, "// their values then); a panic before prints them without values, then itself.")
+            self.put(1, "let report_panic = std::panic::take_hook();")
+            self.put(1, "std::panic::set_hook(Box::new(move |info| {")
+            self.put(2, "print_pending(false);")
+            self.put(2, "report_panic(info);")
+            self.put(1, "}));")
+        self.block(self.p.body, state, 1, Ctx())
+        if self.model_unread:
+            self.put(
+                1,
+                f"drop({self.read_decl(self.model)});",
+                None,
+                "the params after the last step, dropped at the end as the runner does",
+            )
+
+    def sketch_main(self, state: State) -> None:
+        """The sketch: the params and inputs made at random (`head`), then the statements."""
+        p = self.p
+        self.device.reads = self.model.reads = 1
+        head = ["let device = Device::flex().autodiff();"]
+        fields: list[str] = []
+        inits: list[str] = []
+        seen: set[str] = set()
+        for t in p.tensors:
+            if t.module is not None:
+                if t.module in seen:
+                    continue
+                seen.add(t.module)
+                m = self.modules[t.module]
+                field = self.names.field(m.name)
+                fields.append(f"{field}: Linear")
+                how = "transposed" if m.text("layout") == "transposed" else "copied as is (no transpose)"
+                inits.append(
+                    f"    {field}: LinearConfig::new({m.integer('d_in')}, {m.integer('d_out')}).with_bias({'true' if m.flag('bias') else 'false'})"
+                    f".init(&device),  // weight [{m.integer('d_in')}, {m.integer('d_out')}]: torch's {how}"
+                )
+            elif t.role == "param":
+                field = self.names.field(t.name)
+                shape = ", ".join(str(d) for d in t.shape)
+                fields.append(f"{field}: Param<Tensor<{len(t.shape)}>>")
+                inits.append(
+                    f"    {field}: Param::from_tensor(Tensor::<{len(t.shape)}>::random([{shape}], "
+                    "Distribution::Default, &device)),"
+                )
+        self.has_model = bool(fields) or any(s.op == "step" for s in p.statements())
+        if self.has_model:
+            head.append(f"let mut model = Model {{  // struct Model {{ {', '.join(fields)} }}, #[derive(Module)]")
+            head += inits
+            head.append("};")
+        for t in p.tensors:
+            if t.role == "input":
+                ident = self.names.local(t.name)
+                d = self.decl(ident)
+                d.reads = 1
+                shape = ", ".join(str(x) for x in t.shape)
+                head.append(
+                    f"let {ident} = Tensor::<{len(t.shape)}>::random([{shape}], Distribution::Default, &device);"
+                )
+                state.vars[t.name] = Binding(d, Ty(len(t.shape)), True)
+        self.head = head
+        self.block(p.body, state, 0, Ctx())
+
+
+def generate(program: Program, *, sketch: bool = False) -> Generator:
+    """The program's `fn main` (or its sketch), in two passes (see the module docstring): the
+    second pass's generator, whose `text()` is the code. `ValueError` names an operation burn
+    lacks."""
+    first = Generator(program, sketch=sketch)
+    (first.sketch_main if sketch else first.main)(State())
+    second = Generator(program, sketch=sketch, decided=Decided.of(first.decls, all_read=sketch))
+    (second.sketch_main if sketch else second.main)(State())
+    if [d.base for d in second.decls] != [d.base for d in first.decls]:
+        raise AssertionError("render: the two passes made different variables")
+    return second

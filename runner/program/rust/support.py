@@ -1,0 +1,245 @@
+"""The Rust a reproducer includes around its statements: the functions that print what the runner
+records (one JSON line per observation, per checkpoint), only those the program calls."""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+HEADING = r"""
+// ---- printing what the runner records, as JSON lines ----
+"""
+
+FLAGS = r"""
+/// `tracked` is burn's `is_tracked()`, `requires_grad` its `is_require_grad()`.
+fn flags_json<const D: usize>(t: &Tensor<D>) -> String {
+    let (tracked, require_grad, autodiff) = (t.is_tracked(), t.is_require_grad(), t.is_autodiff());
+    format!(
+        "{{\"tracked\": {tracked}, \"requires_grad\": {require_grad}, \"raw\": {{\"is_tracked\": {tracked}, \
+         \"is_require_grad\": {require_grad}, \"is_autodiff\": {autodiff}}}}}"
+    )
+}
+"""
+
+STRING = r"""
+fn string_json(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+"""
+
+VALUES = r"""
+/// A float as Python's json reads it (NaN and infinities kept).
+fn number_json(x: f32) -> String {
+    if x.is_nan() {
+        "NaN".to_string()
+    } else if x.is_infinite() {
+        (if x > 0.0 { "Infinity" } else { "-Infinity" }).to_string()
+    } else {
+        format!("{:?}", x as f64)
+    }
+}
+
+fn floats_json(values: Option<Vec<f32>>) -> String {
+    match values {
+        None => "null".to_string(),
+        Some(v) => format!("[{}]", v.into_iter().map(number_json).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// Row-major values in torch's layout: a rank-2 tensor held in burn's Linear-weight layout
+/// (`transposed`) is transposed here, on the host (no burn operation).
+fn torch_values<const D: usize>(t: &Tensor<D>, transposed: bool) -> Vec<f32> {
+    let values = t.try_to_vec_as::<f32>().expect("reading the tensor's values");
+    if !transposed {
+        return values;
+    }
+    let (rows, cols) = (t.dims()[0], t.dims()[1]);
+    let mut out = vec![0.0; values.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            out[c * rows + r] = values[r * cols + c];
+        }
+    }
+    out
+}
+"""
+
+RECORD_TIMED = r"""
+/// One observation, as a JSON line. `iteration`: inside the timed loop, where it is recorded at
+/// the checkpoints only, with values and gradient at the loop's last iteration only; there it is
+/// printed when the iteration ends, its values read then, as the runner reads them.
+fn record<const D: usize>(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    iteration: Option<usize>,
+    grad: Option<Tensor<D>>,
+    t: Tensor<D>,
+    with_values: bool,
+    transposed: bool,
+) {
+    if iteration.is_some_and(|it| !CHECKPOINTS.contains(&it)) {
+        return;
+    }
+    let with_values = with_values && iteration.is_none_or(|it| it == LAST);
+    let mut shape = t.dims().to_vec();
+    if transposed {
+        shape.reverse();
+    }
+    let head = format!(
+        "{{\"label\": {}, \"tensor\": {}, \"op_index\": {op_index}, \"iteration\": {}, \"shape\": {shape:?}",
+        string_json(label),
+        string_json(tensor),
+        iteration.map_or("null".to_string(), |it| it.to_string()),
+    );
+    let flags = flags_json(&t);
+    // `read` is false when a panic ends the iteration before the values are read
+    let line = move |read: bool| {
+        let read = read && with_values;
+        let values = read.then(|| torch_values(&t, transposed));
+        let grad = grad.as_ref().filter(|_| read).map(|g| torch_values(g, transposed));
+        format!("{head}, \"values\": {}, \"grad\": {}, \"flags\": {flags}}}", floats_json(values), floats_json(grad))
+    };
+    if iteration == Some(LAST) {
+        PENDING.with(|pending| pending.borrow_mut().push(Box::new(line)));
+    } else {
+        println!("{}", line(true));
+    }
+}
+
+thread_local! {
+    /// The observations of the timed loop's last iteration, printed when it ends.
+    static PENDING: RefCell<Vec<Box<dyn Fn(bool) -> String>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The end of a timed iteration: the observations held back are printed, their values read now;
+/// `read` false (a panic ended the iteration): without values, as the runner records them.
+fn print_pending(read: bool) {
+    let pending = PENDING.with(|p| p.try_borrow_mut().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default());
+    for line in &pending {
+        println!("{}", line(read));
+    }
+    if !read {
+        std::mem::forget(pending); // inside the panic hook: no burn tensor is dropped there
+    }
+}
+"""
+
+RECORD_PLAIN = r"""
+/// One observation as a JSON line.
+fn record<const D: usize>(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    grad: Option<Tensor<D>>,
+    t: Tensor<D>,
+    with_values: bool,
+    transposed: bool,
+) {
+    let mut shape = t.dims().to_vec();
+    if transposed {
+        shape.reverse();
+    }
+    let values = with_values.then(|| torch_values(&t, transposed));
+    let grad = grad.filter(|_| with_values).map(|g| torch_values(&g, transposed));
+    println!(
+        "{{\"label\": {}, \"tensor\": {}, \"op_index\": {op_index}, \"iteration\": null, \"shape\": {shape:?}, \
+         \"values\": {}, \"grad\": {}, \"flags\": {}}}",
+        string_json(label),
+        string_json(tensor),
+        floats_json(values),
+        floats_json(grad),
+        flags_json(&t),
+    );
+}
+"""
+
+OBSERVE = {
+    ("observe", True): r"""
+/// `observe(t)`: its values, the gradient held for it and its flags, in torch's layout.
+fn observe<const D: usize>(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    iteration: Option<usize>,
+    grad: Option<Tensor<D>>,
+    t: Tensor<D>,
+    with_values: bool,
+) {
+    record(label, tensor, op_index, iteration, grad, t, with_values, false);
+}
+""",
+    ("observe_transposed", True): r"""
+/// `observe(t)` of a value in burn's Linear-weight layout (`[d_in, d_out]`): printed transposed.
+fn observe_transposed(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    iteration: Option<usize>,
+    grad: Option<Tensor<2>>,
+    t: Tensor<2>,
+    with_values: bool,
+) {
+    record(label, tensor, op_index, iteration, grad, t, with_values, true);
+}
+""",
+    ("observe", False): r"""
+/// `observe(t)`: its values, the gradient held for it and its flags, in torch's layout.
+fn observe<const D: usize>(label: &str, tensor: &str, op_index: u32, grad: Option<Tensor<D>>, t: Tensor<D>, with_values: bool) {
+    record(label, tensor, op_index, grad, t, with_values, false);
+}
+""",
+    ("observe_transposed", False): r"""
+/// `observe(t)` of a value in burn's Linear-weight layout (`[d_in, d_out]`): printed transposed.
+fn observe_transposed(label: &str, tensor: &str, op_index: u32, grad: Option<Tensor<2>>, t: Tensor<2>, with_values: bool) {
+    record(label, tensor, op_index, grad, t, with_values, true);
+}
+""",
+}
+
+CHECKPOINT = r"""
+/// After a checkpoint iteration of the timed loop: the flags of the tensor `settings.track` names
+/// as burn names them, as the runner records them there (None while it is not bound).
+fn checkpoint<const D: usize>(step: usize, track: &str, t: Option<&Tensor<D>>) {
+    let tracked = t.map_or("null".to_string(), |t| t.is_tracked().to_string());
+    let flags = t.map_or("null".to_string(), |t| {
+        format!(
+            "{{\"is_tracked\": {}, \"is_require_grad\": {}, \"is_autodiff\": {}}}",
+            t.is_tracked(),
+            t.is_require_grad(),
+            t.is_autodiff(),
+        )
+    });
+    println!(
+        "{{\"checkpoint\": {step}, \"track\": {}, \"tracked\": {tracked}, \"flags\": {flags}}}",
+        string_json(track),
+    );
+}
+"""
+
+
+def helpers(used: Set[str], timed_observes: bool) -> list[str]:
+    """The helper functions for the names the statements use (`observe`, `observe_transposed`,
+    `checkpoint`); `timed_observes`: observations inside the timed loop (recorded at the
+    checkpoints, the last iteration's printed when it ends)."""
+    observes = [f for f in ("observe", "observe_transposed") if f in used]
+    out: list[str] = []
+    if observes or "checkpoint" in used:
+        # `flags_json` only where an observation prints it (a checkpoint prints burn's raw flags)
+        out.append(HEADING + (FLAGS if observes else "") + STRING)
+    if observes:
+        out.append(VALUES)
+        out.append(RECORD_TIMED if timed_observes else RECORD_PLAIN)
+        out += [OBSERVE[(f, timed_observes)] for f in observes]
+    if "checkpoint" in used:
+        out.append(CHECKPOINT)
+    return [text.rstrip("\n") for text in out]
