@@ -101,5 +101,5 @@ def test_a_cycle_inside_a_package_is_caught(copy: Path):
 
 
 def test_results_do_not_render_code(copy: Path):
-    out = _broken(copy, "results.py", "from .program import render_rust  # noqa\n")
-    assert "runner.results is not allowed to import runner.program.render_rust" in out
+    out = _broken(copy, "results.py", "from .program import rust  # noqa\n")
+    assert "runner.results is not allowed to import runner.program.rust" in out

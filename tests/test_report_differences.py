@@ -247,7 +247,8 @@ def test_the_report_renders_the_code_of_the_case_that_ran():
     renders it and gets what the loaded case renders (the settings decide what the loop keeps)."""
     from runner.cases import load_selected
     from runner.model.case import ProgramCase
-    from runner.program import render_rust, render_torch
+    from runner.program import render_torch
+    from runner.program.rust.source import sketch as rust_sketch
     from runner.report.code import program_code
     from runner.results import case_info
 
@@ -257,5 +258,5 @@ def test_the_report_renders_the_code_of_the_case_that_ran():
         assert not {"torch_code", "burn_code"} & {k for p in info["programs"].values() for k in p}
         for variant, program in case.programs.items():
             code = program_code(case_info(case).programs[variant])
-            assert code.torch == render_torch.sketch(program) and code.burn == render_rust.sketch(program)
+            assert code.torch == render_torch.sketch(program) and code.burn == rust_sketch(program)
             assert code.burn is not None and "let device" in code.burn

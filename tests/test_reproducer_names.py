@@ -16,7 +16,6 @@ import json
 import keyword
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +23,10 @@ from typing import Any
 
 import pytest
 import torch
-from fake_runs import unavailable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_program_render_rust import agreement
+from tools import require_tool
 
 from runner.paths import PROJECT_ROOT, cache_dir, target_dir
 from runner.program import render_torch, torch_interp
@@ -139,7 +138,7 @@ def hostile_program(names: list[str]) -> Program:
     return Program.model_validate(
         {
             "tensors": tensors,
-            "modules": [{"name": mod, "d_in": 8, "d_out": 9}],
+            "modules": [{"name": mod, "kind": "linear", "attrs": {"d_in": 8, "d_out": 9}}],
             "body": body,
             "settings": {"checkpoints": [1, 3], "track": ema},
         }
@@ -308,8 +307,7 @@ def drawn_programs() -> list[Program]:
 
 @pytest.fixture(scope="module")
 def built() -> dict[str, Any]:
-    if shutil.which("cargo") is None:
-        unavailable("cargo is not installed (the reproducers are built with it)")
+    require_tool("cargo", "to build the reproducers")
     programs = {"every-hostile-name": hostile_program(HOSTILE)}
     programs.update({f"drawn-{i}": p for i, p in enumerate(drawn_programs())})
     folder = cache_dir() / "repro-names-workspace"
