@@ -306,10 +306,8 @@ fn linear_ir(layout: &str) -> String {
                    "data": [0.5, -0.5], "module": "lin"}),
             input("x", &[1, 3], &[1.0, 0.0, 0.0]),
         ],
-        vec![
-            json!({"name": "lin", "kind": "linear",
-                    "attrs": {"d_in": 3, "d_out": 2, "bias": true, "layout": layout}}),
-        ],
+        vec![json!({"name": "lin", "kind": "linear",
+                    "attrs": {"d_in": 3, "d_out": 2, "bias": true, "layout": layout}})],
         vec![
             op("linear", &["lin", "x"], "out"),
             op("sum", &["out"], "loss"),
@@ -981,10 +979,8 @@ fn the_layout_flag_mixes_with_torch_layout_values() {
                    "data": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "module": "lin"}),
             input("m", &[2, 3], &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]),
         ],
-        vec![
-            json!({"name": "lin", "kind": "linear",
-                    "attrs": {"d_in": 3, "d_out": 2, "bias": false, "layout": "transposed"}}),
-        ],
+        vec![json!({"name": "lin", "kind": "linear",
+                    "attrs": {"d_in": 3, "d_out": 2, "bias": false, "layout": "transposed"}})],
         vec![
             op("add", &["lin.weight", "m"], "sum_wm"),
             op("mul", &["lin.weight", "lin.weight"], "square"),

@@ -6,7 +6,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::contract::{attrs, ArgKind, Layout, ModuleAttrs, ModuleKind, Op, OpAttrs, ResultKind, MAX_RANK};
+use crate::contract::{
+    attrs, ArgKind, Layout, ModuleAttrs, ModuleKind, Op, OpAttrs, ResultKind, MAX_RANK,
+};
 use crate::program::families::layers::TensorData32;
 use crate::program::ir::{self, AttrReader, Dtype, IrError, RawProgram, RawStmt, Role};
 use crate::program::ops::{Binary, Unary};
@@ -82,7 +84,9 @@ pub enum Kind {
         out: Option<Dst>,
     },
     /// `train()` / `eval()`: the module calls use the training model, or its `valid()` snapshot.
-    SetMode { training: bool },
+    SetMode {
+        training: bool,
+    },
     /// `out = op(a)`; `alias`: the in-place ops (`require_grad`, `freeze`,
     /// `add_scalar_`) also rebind their argument.
     Unary {
@@ -348,7 +352,10 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
                     ModuleRef::Layer(l) => {
                         let layer = &mut layers[l as usize];
                         let kind = layer.attrs.kind();
-                        let short = t.name.strip_prefix(module.as_str()).and_then(|r| r.strip_prefix('.'));
+                        let short = t
+                            .name
+                            .strip_prefix(module.as_str())
+                            .and_then(|r| r.strip_prefix('.'));
                         let index = short
                             .and_then(|short| kind.tensor_names().iter().position(|n| *n == short))
                             .ok_or_else(|| {

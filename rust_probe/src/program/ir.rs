@@ -8,7 +8,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::contract::{ModuleAttrs, ModuleKind, DEFAULT_RSS_EVERY, IR_VERSION, MAX_ELEMENTS, MAX_RANK};
+use crate::contract::{
+    ModuleAttrs, ModuleKind, DEFAULT_RSS_EVERY, IR_VERSION, MAX_ELEMENTS, MAX_RANK,
+};
 
 /// Bad IR: which field, and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]

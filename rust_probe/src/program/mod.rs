@@ -31,8 +31,8 @@ pub use compile::Program;
 use compile::{Arg, Instr, Kind, OptimizerConfig, ParamRef, Src, Track};
 use families::layers::{self, Layer};
 use families::{Ctx, Failed, Operand};
-pub use ir::IrError;
 use ir::Dtype;
+pub use ir::IrError;
 use value::{transpose_host, Dyn, DynBool, DynInt, Flags, TensorValue, Value};
 
 use crate::panic_capture::capture;
@@ -474,10 +474,13 @@ impl<'a> Machine<'a> {
                         model: self.state.eval_model.as_ref().unwrap_or(&self.state.model),
                         device: &device,
                     };
-                    let value = families::apply(*op, attrs, operands, &ctx).map_err(|f| match f {
-                        Failed::Error(message) => error(message),
-                        Failed::Unsupported(message) => Stop::Fail(Outcome::Unsupported, message),
-                    })?;
+                    let value =
+                        families::apply(*op, attrs, operands, &ctx).map_err(|f| match f {
+                            Failed::Error(message) => error(message),
+                            Failed::Unsupported(message) => {
+                                Stop::Fail(Outcome::Unsupported, message)
+                            }
+                        })?;
                     self.write(*out, value);
                 }
                 Kind::SetMode { training } => {

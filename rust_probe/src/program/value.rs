@@ -72,11 +72,15 @@ macro_rules! with_rank {
     };
 }
 
+#[allow(unused_imports)] // for the families that match on an int or bool tensor's rank
 pub(crate) use with_rank;
 
 impl DynInt {
     pub fn from_data(values: &[f32], shape: &[usize], device: &Device) -> DynInt {
-        let data = TensorData::new(values.iter().map(|&v| v as i64).collect::<Vec<_>>(), shape.to_vec());
+        let data = TensorData::new(
+            values.iter().map(|&v| v as i64).collect::<Vec<_>>(),
+            shape.to_vec(),
+        );
         match shape.len() {
             1 => DynInt::R1(Tensor::from_data(data, device)),
             2 => DynInt::R2(Tensor::from_data(data, device)),
@@ -99,7 +103,10 @@ impl DynInt {
 
 impl DynBool {
     pub fn from_data(values: &[f32], shape: &[usize], device: &Device) -> DynBool {
-        let data = TensorData::new(values.iter().map(|&v| v != 0.0).collect::<Vec<_>>(), shape.to_vec());
+        let data = TensorData::new(
+            values.iter().map(|&v| v != 0.0).collect::<Vec<_>>(),
+            shape.to_vec(),
+        );
         match shape.len() {
             1 => DynBool::R1(Tensor::from_data(data, device)),
             2 => DynBool::R2(Tensor::from_data(data, device)),

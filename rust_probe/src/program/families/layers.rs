@@ -77,7 +77,12 @@ pub fn build(attrs: &ModuleAttrs, tensors: &[Option<TensorData32>], device: &Dev
 pub fn tensor(layer: &Layer, index: u8) -> Dyn {
     match (layer, index) {
         (Layer::Conv2d(c), 0) => Dyn::R4(c.weight.val()),
-        (Layer::Conv2d(c), _) => Dyn::R1(c.bias.as_ref().expect("a bias is compiled only when present").val()),
+        (Layer::Conv2d(c), _) => Dyn::R1(
+            c.bias
+                .as_ref()
+                .expect("a bias is compiled only when present")
+                .val(),
+        ),
     }
 }
 
@@ -114,7 +119,12 @@ pub fn add_scalar(layer: &mut Layer, index: u8, s: f64) {
     with_param!(layer, index, p => *p = p.clone().map(|t| t.add_scalar(s)))
 }
 
-pub fn apply(op: Op, attrs: &OpAttrs, mut args: Vec<Operand>, ctx: &Ctx<'_>) -> Result<Value, Failed> {
+pub fn apply(
+    op: Op,
+    attrs: &OpAttrs,
+    mut args: Vec<Operand>,
+    ctx: &Ctx<'_>,
+) -> Result<Value, Failed> {
     match (op, attrs) {
         (Op::Conv2d, _) => {
             let m = module_arg(op, &args, 0)?;
@@ -136,6 +146,9 @@ pub fn apply(op: Op, attrs: &OpAttrs, mut args: Vec<Operand>, ctx: &Ctx<'_>) -> 
                 _ => map_dyn!(x, t => activation::gelu(t)),
             }))
         }
-        _ => Err(Failed::Error(format!("{}: not a layers operation", op.name()))),
+        _ => Err(Failed::Error(format!(
+            "{}: not a layers operation",
+            op.name()
+        ))),
     }
 }

@@ -55,7 +55,10 @@ pub fn apply(op: Op, attrs: &OpAttrs, args: Vec<Operand>, ctx: &Ctx<'_>) -> Resu
 
 /// The float tensor argument at `i`, in torch layout (a flagged Linear value is materialized).
 pub fn float_arg(op: Op, args: &mut [Operand], i: usize) -> Result<Dyn, Failed> {
-    match args.get_mut(i).map(|a| std::mem::replace(a, Operand::Value(Value::Number(0.0)))) {
+    match args
+        .get_mut(i)
+        .map(|a| std::mem::replace(a, Operand::Value(Value::Number(0.0))))
+    {
         Some(Operand::Value(Value::Tensor(t))) => Ok(t.materialize()),
         Some(Operand::Value(other)) => Err(Failed::Error(format!(
             "{}: argument {} is {}, not a float tensor",

@@ -25,7 +25,10 @@ fn tensors_of(op: Op, args: Vec<Operand>) -> Result<Vec<Value>, Failed> {
     args.into_iter()
         .map(|a| match a {
             Operand::Value(v) => Ok(v),
-            Operand::Module(_) => Err(Failed::Error(format!("{}: a module is not a tensor", op.name()))),
+            Operand::Module(_) => Err(Failed::Error(format!(
+                "{}: a module is not a tensor",
+                op.name()
+            ))),
         })
         .collect()
 }
@@ -47,7 +50,10 @@ fn cat(op: Op, values: Vec<Value>, d: i64) -> Result<Value, Failed> {
     }
     let rank = floats[0].rank();
     if floats.iter().any(|t| t.rank() != rank) {
-        return Err(Failed::Error(format!("{}: the tensors have different ranks", op.name())));
+        return Err(Failed::Error(format!(
+            "{}: the tensors have different ranks",
+            op.name()
+        )));
     }
     let d = dim(op, d, rank)?;
     macro_rules! join {
@@ -99,8 +105,15 @@ pub fn apply(op: Op, attrs: &OpAttrs, args: Vec<Operand>, _ctx: &Ctx<'_>) -> Res
         (Op::Cat, OpAttrs::Cat(a)) => cat(op, values, a.dim),
         (Op::Argmax, OpAttrs::Argmax(a)) => match values.remove(0) {
             Value::Tensor(t) => argmax(op, t.materialize(), a.dim, a.keepdim),
-            other => Err(Failed::Error(format!("{}: {} is not a float tensor", op.name(), other.kind()))),
+            other => Err(Failed::Error(format!(
+                "{}: {} is not a float tensor",
+                op.name(),
+                other.kind()
+            ))),
         },
-        _ => Err(Failed::Error(format!("{}: not a tensors operation", op.name()))),
+        _ => Err(Failed::Error(format!(
+            "{}: not a tensors operation",
+            op.name()
+        ))),
     }
 }
