@@ -122,7 +122,7 @@ pub fn p10_program(config: &P10Config) -> String {
         inner.push("powi", &["_s"], Some("_q"), json!({"exponent": 2}));
         inner.push("sum", &["_q"], Some("_n"), json!({}));
         inner.push("sqrt", &["_n"], Some("_r"), json!({}));
-        inner.push("item", &["_r"], Some("norm"), json!({}));
+        inner.push("item", &["_r"], None, json!({}));
     } else {
         let keep = config.ema_decay;
         let blend = 1.0 - config.ema_decay;
