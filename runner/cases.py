@@ -24,7 +24,7 @@ from .model.case import Case, P10Case, ProgramCase, default_checkpoints
 from .paths import CASES_DIR
 from .program import data as program_data
 from .program import syntax
-from .program.ir import Program, Settings, timed_loop
+from .program.ir import Settings, check_settings, timed_loop
 
 MODELS: dict[str, type[P10Case] | type[ProgramCase]] = {"p10": P10Case, "program": ProgramCase}
 # Expectations and claims that need the timed loop's windows.
@@ -71,7 +71,7 @@ def _loop_count(parsed_body: list[Any]) -> int:
 def _with_programs(case: ProgramCase, path: Path, steps: int | None = None) -> ProgramCase:
     """Parse every variant, make its initial tensors (seeded) and settle the timed loop."""
     spec = case.program
-    programs: dict[str, Program] = {}
+    programs: dict[str, program_data.Recipe] = {}
     counts = {}
     for variant, source in spec.sources().items():
         where = f"{path} [program.{'source' if spec.source is not None else 'variants.' + variant}]"
@@ -88,9 +88,11 @@ def _with_programs(case: ProgramCase, path: Path, steps: int | None = None) -> P
             checkpoints=points if count else [], rss_every=spec.rss_every if count else 0, track=spec.track
         )
         try:
-            programs[variant] = program_data.materialize(parsed, spec.seed, settings)
-        except ValidationError as err:
-            raise BadInput(f"{where}: " + "; ".join(describe_errors(err))) from None
+            check_settings(settings, parsed.body, {t.name for t in parsed.tensors})
+        except ValueError as err:
+            raise BadInput(f"{where}: {err}") from None
+        # The data is made when a run needs it (`Recipe.make`): nothing is allocated at load.
+        programs[variant] = program_data.Recipe(parsed, spec.seed, settings)
     if len(set(counts.values())) > 1:
         shown = ", ".join(f"{v}: {n}" for v, n in counts.items())
         raise BadInput(

@@ -99,15 +99,16 @@ def request_for(
     extra_params: dict[str, Any] | None = None,
 ) -> RunRequest:
     """The worker request of one run, as `check` makes it (`extra_params`: the calibration's busy wait)."""
+    params = case.request_params(mode)
     return RunRequest(
         case.name,
         case.kind,
         framework,
         mode,
-        {**case.request_params(mode), **(extra_params or {})},
+        {**params, **(extra_params or {})},
         case.timeout_s,
         env,
-        recorded_params=case.recorded_params(mode),
+        recorded_params=case.recorded_params(mode, params),
         memory_mib=case.memory_mib,
         controls=controls,
     )

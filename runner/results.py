@@ -136,8 +136,8 @@ def case_info(case: Case) -> CaseInfo:
     programs: dict[str, ProgramInfo] = {}
     if isinstance(case, ProgramCase):
         for variant, source in case.program.sources().items():
-            program = case.programs.get(variant)
-            settings = program.settings.model_dump() if program is not None else {}
+            recipe = case.programs.get(variant)
+            settings = recipe.settings.model_dump() if recipe is not None else {}
             programs[variant] = ProgramInfo(source=source.strip("\n"), **settings)
     return CaseInfo(
         name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs, programs=programs

@@ -250,8 +250,10 @@ def sample_program(name: str) -> Program:
     source, extra = SAMPLE[name]
     if source.startswith("case:"):
         case = load_case(CASES_DIR / f"{source[5:]}.toml")
-        programs: dict[str, Program] = case.programs  # type: ignore[attr-defined]
-        return programs[extra] if extra in programs else next(iter(programs.values()))
+        recipes = case.programs  # type: ignore[attr-defined]
+        recipe = recipes[extra] if extra in recipes else next(iter(recipes.values()))
+        made: Program = recipe.make()
+        return made
     return program(source, extra)
 
 

@@ -256,7 +256,8 @@ def test_the_report_renders_the_code_of_the_case_that_ran():
         assert isinstance(case, ProgramCase)
         info = json.loads(case_info(case).model_dump_json())  # as a results file carries it
         assert not {"torch_code", "burn_code"} & {k for p in info["programs"].values() for k in p}
-        for variant, program in case.programs.items():
+        for variant, recipe in case.programs.items():
+            program = recipe.make()
             code = program_code(case_info(case).programs[variant])
             assert code.torch == render_torch.sketch(program) and code.burn == rust_sketch(program)
             assert code.burn is not None and "let device" in code.burn

@@ -9,6 +9,7 @@ models; every problem names the file and the key (`cases/README.md`).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -440,7 +441,7 @@ class P10Case(_CaseBase):
         """What the worker's adapter gets for a run of `mode`."""
         return self.params.model_dump()
 
-    def recorded_params(self, mode: str) -> dict[str, Any] | None:
+    def recorded_params(self, mode: str, params: dict[str, Any]) -> dict[str, Any] | None:
         return None
 
     def replace(self, **changes: Any) -> P10Case:
@@ -455,8 +456,8 @@ class ProgramCase(_CaseBase):
     kind: Literal["program"]
     program: ProgramSpec
 
-    # Set by the loader: variant -> the program (IR) both interpreters run, and
-    # the timed loop's iteration count (0: no loop).
+    # Set by the loader: variant -> how its program (the IR both interpreters run) is made, and
+    # the timed loop's iteration count (0: no loop). A program is made when a run needs it.
     _programs: dict[str, Any] = PrivateAttr(default_factory=dict)
     _steps: int = PrivateAttr(default=0)
 
@@ -472,6 +473,7 @@ class ProgramCase(_CaseBase):
 
     @property
     def programs(self) -> dict[str, Any]:
+        """Variant -> its `runner.program.data.Recipe` (`.make()` gives the program, `.settings` its settings)."""
         return self._programs
 
     @property
@@ -484,18 +486,19 @@ class ProgramCase(_CaseBase):
         return self.program
 
     def request_params(self, mode: str) -> dict[str, Any]:
-        """What the worker's adapter gets for a run of `mode`: the program (IR) itself."""
-        return {"program": self._programs[mode].model_dump(mode="json")}
+        """What the worker's adapter gets for a run of `mode`: the program (IR) itself, made now."""
+        return {"program": self._programs[mode].make().model_dump(mode="json")}
 
-    def recorded_params(self, mode: str) -> dict[str, Any] | None:
-        """What a run record keeps: the program's identity, not its data (which can be megabytes)."""
-        program = self._programs[mode]
-        text = program.model_dump_json()
+    def recorded_params(self, mode: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """What a run record keeps of `params` (`request_params`'s): the program's identity, not its
+        data (which can be megabytes)."""
+        program = params["program"]
+        text = json.dumps(program, sort_keys=True, separators=(",", ":"))
         return {
             "variant": mode,
             "seed": self.program.seed,
             "ir_sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "tensors": {t.name: list(t.shape) for t in program.tensors},
+            "tensors": {t["name"]: list(t["shape"]) for t in program["tensors"]},
             "timed_loop_iterations": self._steps,
         }
 

@@ -10,6 +10,7 @@ int tensors, 0/1 for bool tensors.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import ValidationError
@@ -103,3 +104,19 @@ def materialize(parsed: ParsedProgram, seed: int, settings: Settings | None = No
         )
     except ValidationError as e:
         raise BadInput(f"program: {e.errors()[0].get('msg', e)}") from None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A program before its data is made: what a loaded case keeps for each variant. Each run
+    makes its own program (`make`) when it starts, so loading a case allocates no tensor data:
+    memory at load is bounded by the source, whatever the variants declare (a run's own program
+    is bounded by the IR's limits, checked when the source is parsed)."""
+
+    parsed: ParsedProgram
+    seed: int
+    settings: Settings
+
+    def make(self) -> Program:
+        """The program with its data (`materialize`)."""
+        return materialize(self.parsed, self.seed, self.settings)

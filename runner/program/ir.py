@@ -511,7 +511,8 @@ def _check_declarations(
             raise ValueError(f"tensor {name!r}: module {module!r} is not declared")
 
 
-def _check_settings(settings: Settings, body: Sequence[Stmt], tensor_names: set[str]) -> None:
+def check_settings(settings: Settings, body: Sequence[Stmt], tensor_names: set[str]) -> None:
+    """The run settings against the body: checkpoints within the timed loop, `track` a tensor of it."""
     loop = timed_loop(body)
     if settings.checkpoints:
         if loop is None:
@@ -560,7 +561,7 @@ class Program(_Strict):
             if extra:
                 raise ValueError(f"module {m.name!r}: unexpected tensor {extra[0]!r}")
         check_body([(t.name, t.role, t.dtype) for t in self.tensors], self.modules, self.body)
-        _check_settings(self.settings, self.body, set(by_name))
+        check_settings(self.settings, self.body, set(by_name))
         return self
 
     def to_json(self, *, indent: int | None = None) -> str:

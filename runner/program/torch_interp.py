@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from ..contract.ops import OPS
 from ..errors import BadInput
+from ..limits import looks_out_of_memory
 from . import torch_modules, torch_ops
 from .ir import Program, Stmt, timed_loop
 
@@ -163,6 +164,8 @@ class _Run:
             try:
                 result = fn(self, st, [env[a] for a in st.args])
             except Exception as e:  # any failure at an op is the run's outcome
+                if isinstance(e, MemoryError) or looks_out_of_memory(str(e)):
+                    raise  # not the program's error: the run's memory ran out (the worker records `oom`)
                 raise _Failed(st, e) from e
             if st.out is not None:
                 env[st.out] = result

@@ -114,6 +114,11 @@ class AttrSpec:
                 raise ValueError(f"`{self.name}` must be one of {valid}, not {value!r}")
             if not value or len(value) > 200:
                 raise ValueError(f"`{self.name}` must be a string of 1 to 200 characters")
+            if not value.isprintable() or any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+                raise ValueError(
+                    f"`{self.name}` must be printable text (no control characters, no lone surrogates), "
+                    f"not {value.encode('unicode_escape').decode('ascii')[:80]!r}"
+                )
             return value
         if self.type == "int_list":
             if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
