@@ -19,18 +19,18 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from .. import burn_sources, probe_build
+from .. import burn_sources, probe_build, workers
 from ..argtypes import budget_seconds, nonempty, path, positive_int, seed, timeout_seconds
-from ..atomic import write_text
 from ..engine import available
-from ..errors import BadInput, ExitCode, Infrastructure
+from ..errors import ExitCode, Infrastructure, Interrupted, signal_name
 from ..escape import terminal
 from ..frameworks import adapter_for
 from ..model.fuzz import Divergences, FoundEntry, FuzzDocument, KnownDifference
 from ..model.results import RawRun
+from ..outputs import check_folder, write_or_keep
 from ..paths import CASES_DIR
 from ..results import now, provenance
-from ..signals import say, show
+from ..signals import say, show, stop_on_signals
 from .campaign import Campaign, Found, Stats, program_ir
 from .judge import record_of
 from .known import REGISTRY
@@ -115,10 +115,9 @@ def summary(
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.exists() and not args.out.is_dir():
-        raise BadInput(f"--out {args.out}: is a file, expected a folder")
-    if args.found.exists() and not args.found.is_dir():
-        raise BadInput(f"--found {args.found}: is a file, expected a folder")
+    # Every place it writes is checked before the first program runs (exit 2 naming the option).
+    check_folder(args.out, "--out", ("fuzz.json",))
+    check_folder(args.found, "--found")
     env: dict[str, str] = {}
     burn_label = "installed probe"
     if args.burn:
@@ -169,13 +168,34 @@ def run(args: argparse.Namespace) -> int:
             f"fuzz: seed {args.seed}, budget {args.budget:g} s, at most {args.max_ops} operations per program, "
             f"burn: {burn_label}"
         )
-        stats = campaign.run(args.budget, args.max_programs)
+        try:
+            with stop_on_signals():
+                stats = campaign.run(args.budget, args.max_programs)
+        except Interrupted as stop:
+            # The workers go first (nothing outlives the campaign), then what it found is kept.
+            workers.kill_running()
+            doc = summary(campaign.stats, campaign, written, args.seed, args.budget, burn_label)
+            doc = doc.model_copy(
+                update={
+                    "provenance": provenance(started, now()),
+                    "partial": True,
+                    "partial_reason": f"stopped by {signal_name(stop.signum)}",
+                }
+            )
+            _write_summary(args.out / "fuzz.json", doc)
+            say(f"fuzz: stopped by {signal_name(stop.signum)}; what it found until then: {args.out / 'fuzz.json'}")
+            raise
     doc = summary(stats, campaign, written, args.seed, args.budget, burn_label)
     doc = doc.model_copy(update={"provenance": provenance(started, now())})
-    write_text(args.out / "fuzz.json", doc.dump_json())
+    _write_summary(args.out / "fuzz.json", doc)
     show(render(doc))
     show(f"written: {terminal(args.out / 'fuzz.json')}")
     return ExitCode.FAILED if written else ExitCode.OK
+
+
+def _write_summary(path: Path, doc: FuzzDocument) -> None:
+    """`fuzz.json`, atomically; if it cannot be written, kept elsewhere (exit 3 naming the file)."""
+    write_or_keep([(path, doc.dump_json())], "fuzz.json", [("fuzz", doc.dump_json())])
 
 
 def _run_summary(run: RawRun) -> RunSummary:

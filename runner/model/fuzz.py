@@ -83,6 +83,9 @@ class FuzzDocument(Model):
     found: list[FoundEntry] = []
     provenance: Provenance | None = None
     burn: Text = ""  # "installed probe", or the other burn the campaign ran against
+    # A campaign a signal stopped: what it found until then (the counts of the programs it ran).
+    partial: bool = False
+    partial_reason: Text | None = None
 
     def dump_json(self) -> str:
         return self.model_dump_json(indent=1) + "\n"

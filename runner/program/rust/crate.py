@@ -4,6 +4,9 @@ members of one cargo workspace, so that they share one compiled burn)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -97,13 +100,22 @@ def write_reproducer(
     files = render(program, title=title or name, name=package_name(name))
     files["README.md"] = README.format(title=title or name, version=BURN_VERSION)
     root = Path(folder)
-    written = []
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(path)
-    return written
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # Written whole or not at all: into a folder beside it, renamed into place when complete
+    # (a full disk leaves no crate with a truncated main.rs).
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+    try:
+        for rel, text in files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        if root.exists():
+            shutil.rmtree(root)
+        os.replace(staging, root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [root / rel for rel in files]
 
 
 def _member_manifest(manifest: Path, name: str) -> str:
