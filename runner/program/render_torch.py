@@ -229,6 +229,11 @@ class _Renderer:
         if st.op in ("train", "eval"):
             modules = ", ".join(self.ids(m.name) for m in self.program.modules)
             return f"[m.{st.op}() for m in ({modules},)]" if modules else "None  # no module"
+        if st.op == "multihead_attention":
+            # The module returns (output, weights), and its 4th positional is the key padding mask.
+            module, query, key, value, *mask = (self.value(a) for a in st.args)
+            keywords = f", attn_mask={mask[0]}" if mask else ""
+            return f"{module}({query}, {key}, {value}{keywords})[0]"
         if spec.torch_call is not None or (spec.module is not None and st.op != "linear"):
             keywords = [f"{k}={v!r}" for k, v in torch_keywords(st.op, st.attrs).items()]
             values = [self.value(a) for a in st.args]
@@ -251,7 +256,7 @@ def _constructor(decl: ModuleDecl, dtype: str | None) -> str:
     """`torch.nn.Conv2d(3, 8, 3, padding=1, dtype=_DTYPE)`: the call a port starts from."""
     path, args, kwargs = torch_modules.constructor(decl)
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-    if dtype is not None:
+    if dtype is not None and torch_modules.takes_dtype(decl):
         parts.append(f"dtype={dtype}")
     return f"{path}({', '.join(parts)})"
 

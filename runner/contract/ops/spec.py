@@ -263,6 +263,9 @@ class ParamSpec:
     """A bool attribute that must be true for the module to have it (`bias`)."""
     torch_path: str | None = None
     """Its attribute path in the torch module when not `name` (`out_proj.weight`)."""
+    zero_row: str | None = None
+    """An int attribute naming a row (dim 0; negative counts from the end) that the init sets to
+    zero when the attribute is given: an Embedding's `padding_idx`, as torch's init does."""
 
 
 @dataclass(frozen=True)
