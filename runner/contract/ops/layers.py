@@ -390,7 +390,8 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "tensor",
         "`leaky_relu(T, negative_slope=)`",
         "`torch.nn.functional.leaky_relu(t, negative_slope=0.01)`",
-        "`LeakyReluConfig::new()` `.with_negative_slope(s)` when given, `.init().forward(t)` (default 0.01)",
+        "`LeakyReluConfig::new()` `.with_negative_slope(s)` when given, `.init().forward(t)` (default 0.01); "
+        "at exactly 0 its gradient is 1 (torch's: the slope)",
         "LeakyReLU",
         attrs=(
             AttrSpec(
@@ -399,6 +400,7 @@ SPECS: Final[tuple[OpSpec, ...]] = (
             ),
         ),
         differentiable=True,
+        kinks=(0.0,),
         family="layers",
         torch_call="torch.nn.functional.leaky_relu",
     ),
