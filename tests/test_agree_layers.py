@@ -11,13 +11,22 @@ statistics are checked below instead of its values."""
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from agreement import check, run_both
 
 from runner.model.case import Tolerance
 from runner.oracles import compare_observations
+from runner.program import torch_interp
+from runner.program.data import materialize
+from runner.program.ir import same_values
+from runner.program.render_torch import render
+from runner.program.syntax import parse
 
 _EDGES = "values=[0.0, -0.0, 1e-3, -1e-3, 4.0, -4.0, 30.0, -30.0, 1.5, -2.5, 0.25, -0.75]"
 """Zeros (both signs), tiny, moderate and saturating values of both signs (3 x 4)."""
@@ -37,14 +46,16 @@ PROGRAMS: dict[str, list[str]] = {
         # training mode: the batch's statistics; a large offset; the running mean (not the running var)
         "bn = BatchNorm1d(3)\nx = input(8, 3)\nr = input(8, 3)\ny = bn(x * 10.0 + 100.0)\nbackward(sum(y * r))\nobserve(y)\nobserve(bn.weight)\nobserve(bn.bias)\nobserve(bn.running_mean)",
         # [N, C, L], eps and momentum given, a channel that is constant (zero variance)
-        'bn = BatchNorm1d(2, eps=1e-3, momentum=0.5, weight_values=[2.0, -1.0], bias_values=[0.5, 0.0])\nx = param(4, 2, 3, values=[0,1,0,-2,0,3, 0,4,0,5,0,-6, 0,7,0,8,0,9, 0,-1,0,2,0,3])\nr = input(4, 2, 3)\ny = bn(x)\nbackward(sum(y * r))\nobserve(y)\nobserve(bn.weight)\nobserve(bn.bias)\nobserve(bn.running_mean)\nobserve(x)',
+        "bn = BatchNorm1d(2, eps=1e-3, momentum=0.5, weight_values=[2.0, -1.0], bias_values=[0.5, 0.0])\nx = param(4, 2, 3, values=[0,1,0,-2,0,3, 0,4,0,5,0,-6, 0,7,0,8,0,9, 0,-1,0,2,0,3])\nr = input(4, 2, 3)\ny = bn(x)\nbackward(sum(y * r))\nobserve(y)\nobserve(bn.weight)\nobserve(bn.bias)\nobserve(bn.running_mean)\nobserve(x)",
     ],
     "batch_norm2d": [
         "bn = BatchNorm2d(3)\nx = param(2, 3, 4, 4)\nr = input(2, 3, 4, 4)\ny = bn(x)\nbackward(sum(y * r))\nobserve(y)\nobserve(bn.weight)\nobserve(bn.bias)\nobserve(bn.running_mean)\nobserve(x)",
     ],
     "layer_norm": [
         "ln = LayerNorm(5)\nx = param(2, 3, 5)\nr = input(2, 3, 5)\ny = ln(x * 1000.0 - 50.0)\nbackward(sum(y * r))\nobserve(y)\nobserve(ln.weight)\nobserve(ln.bias)\nobserve(x)",
-        "ln = LayerNorm(4, eps=1e-2, elementwise_affine=False)\nx = param(3, 4, " + _EDGES + ")\nr = input(3, 4)\ny = ln(x)\nbackward(sum(y * r))\nobserve(y)\nobserve(x)",
+        "ln = LayerNorm(4, eps=1e-2, elementwise_affine=False)\nx = param(3, 4, "
+        + _EDGES
+        + ")\nr = input(3, 4)\ny = ln(x)\nbackward(sum(y * r))\nobserve(y)\nobserve(x)",
     ],
     "group_norm": [
         "gn = GroupNorm(2, 4)\nx = param(2, 4, 3)\nr = input(2, 4, 3)\ny = gn(x)\nbackward(sum(y * r))\nobserve(y)\nobserve(gn.weight)\nobserve(gn.bias)\nobserve(x)",
@@ -57,7 +68,9 @@ PROGRAMS: dict[str, list[str]] = {
     ],
     "dropout": [
         # p = 0 in training mode: the identity on both sides (no random draw)
-        "drop = Dropout(p=0.0)\nx = param(3, 4, " + _EDGES + ")\ny = drop(x * 2.0)\nbackward(sum(y * y))\nobserve(y)\nobserve(x)",
+        "drop = Dropout(p=0.0)\nx = param(3, 4, "
+        + _EDGES
+        + ")\ny = drop(x * 2.0)\nbackward(sum(y * y))\nobserve(y)\nobserve(x)",
     ],
     "multihead_attention": [
         # torch's layout [L, N, d], a causal mask (True: not attended), dropout given as torch's default
@@ -77,7 +90,9 @@ PROGRAMS: dict[str, list[str]] = {
     "leaky_relu": [
         # omitted slope: torch's 0.01 and burn's LeakyReluConfig 0.01; away from the kink at 0,
         # where the gradients differ (`test_leaky_relu_gradient_at_zero_differs`)
-        "a = param(3, 4, " + _EDGES.replace("[0.0, -0.0", "[1e-6, -1e-6") + ")\ny = leaky_relu(a)\nbackward(sum(y * y + y))\nobserve(y)\nobserve(a)",
+        "a = param(3, 4, "
+        + _EDGES.replace("[0.0, -0.0", "[1e-6, -1e-6")
+        + ")\ny = leaky_relu(a)\nbackward(sum(y * y + y))\nobserve(y)\nobserve(a)",
         "a = param(2, 5)\ny = leaky_relu(a, negative_slope=0.2)\nbackward(sum(y))\nobserve(y)\nobserve(a)",
         "a = param(2, 5)\ny = leaky_relu(a, negative_slope=-1.5)\nbackward(sum(y))\nobserve(y)\nobserve(a)",
     ],
@@ -156,7 +171,7 @@ def test_dropout_in_training_zeroes_a_share_p_and_scales_the_rest(p: float) -> N
     element, which cannot say this, so it is a test of its own."""
     n = 64 * 64
     source = (
-        f"drop = Dropout(p={p})\nx = param(64, 64, init=\"ones\")\ny = drop(x)\nbackward(sum(y))\nobserve(y)\nobserve(x)"
+        f'drop = Dropout(p={p})\nx = param(64, 64, init="ones")\ny = drop(x)\nbackward(sum(y))\nobserve(y)\nobserve(x)'
     )
     spread = 5 * math.sqrt(p * (1 - p) / n)
     scale = 1 / (1 - p)
@@ -194,7 +209,9 @@ def test_an_embedding_padding_row_starts_at_zero_on_both_sides() -> None:
 def test_leaky_relu_gradient_at_zero_differs() -> None:
     """A measured difference at the kink: at exactly 0 torch's gradient is the negative slope
     (its backward takes `x > 0`), burn 0.22.1's is 1 (`x >= 0`); the values (0) agree."""
-    torch_run, burn_run = run_both("a = param(4, values=[0.0, -0.0, 1.0, -1.0])\ny = leaky_relu(a)\nbackward(sum(y))\nobserve(y)\nobserve(a)")
+    torch_run, burn_run = run_both(
+        "a = param(4, values=[0.0, -0.0, 1.0, -1.0])\ny = leaky_relu(a)\nbackward(sum(y))\nobserve(y)\nobserve(a)"
+    )
     grads = {}
     for framework, run in (("torch", torch_run), ("burn", burn_run)):
         assert run.outcome == "ok", (framework, run.failure)
@@ -203,3 +220,49 @@ def test_leaky_relu_gradient_at_zero_differs() -> None:
     assert grads["torch"] is not None and grads["burn"] is not None
     assert [round(g, 6) for g in grads["torch"]] == [0.01, 0.01, 1.0, 0.01]
     assert [round(g, 6) for g in grads["burn"]] == [1.0, 1.0, 1.0, 0.01]
+
+
+_RENDERED = """
+conv = Conv1d(2, 3, 3, padding=1)
+bn = BatchNorm1d(3)
+ln = LayerNorm(5)
+gn = GroupNorm(1, 3)
+emb = Embedding(4, 5, padding_idx=1)
+drop = Dropout(p=0.0)
+mha = MultiheadAttention(5, 1, dropout=0.0)
+x = param(2, 2, 5)
+ids = input(2, 3, dtype="int", high=4)
+m = input(2, 2, dtype="bool", init="triu")
+img = param(1, 2, 6, 6)
+h = ln(gn(bn(conv(x))))
+e = drop(emb(ids))
+a = mha(e, e, e, m)
+p = max_pool2d(img, 2) + avg_pool2d(img, 2) + adaptive_avg_pool2d(img, 3)
+s = softmax(silu(h), -1) + log_softmax(leaky_relu(h, negative_slope=0.1), 1) + gelu(h)
+backward(sum(s * s) + sum(a * a) + sum(p * p))
+observe(s)
+observe(a)
+observe(p)
+observe(x)
+observe(emb.weight)
+observe(mha.in_proj_weight)
+eval()
+observe(bn(conv(x)))
+"""
+
+
+def test_the_rendered_torch_script_prints_the_interpreters_observations(tmp_path: Path) -> None:
+    """The torch renderer writes every layer the way the interpreter runs it (the module
+    constructors, MultiheadAttention's `attn_mask=` call and `[0]`, Dropout without `dtype`)."""
+    program = materialize(parse(_RENDERED, where="layers"), 5)
+    script = tmp_path / "layers.py"
+    script.write_text(render(program, title="layers"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    printed = [json.loads(line) for line in done.stdout.splitlines()]
+    result = torch_interp.run(program)
+    assert result["outcome"] == "ok", result["failure"]
+    assert len(printed) == len(result["observations"])
+    for got, want in zip(printed, result["observations"]):
+        for key in ("values", "grad"):
+            assert same_values(got[key], want[key]), (want["label"], key)

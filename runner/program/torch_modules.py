@@ -48,9 +48,8 @@ def build(decl: ModuleDecl, dtype: torch.dtype) -> torch.nn.Module:
     path, args, kwargs = constructor(decl)
     module_name, _, class_name = path.rpartition(".")
     cls = getattr(importlib.import_module(module_name), class_name)
-    if takes_dtype(decl):
-        kwargs = {**kwargs, "dtype": dtype}
-    module: torch.nn.Module = cls(*args, **kwargs)
+    extra: dict[str, torch.dtype] = {"dtype": dtype} if takes_dtype(decl) else {}
+    module: torch.nn.Module = cls(*args, **kwargs, **extra)
     return module
 
 

@@ -58,7 +58,14 @@ def _conv_attrs(kernel_doc: str) -> tuple[AttrSpec, ...]:
 
 
 _EPS = AttrSpec(
-    "eps", "float", OMITTED, minimum=0, minimum_exclusive=True, maximum=1, torch_default=1e-5, burn_default=1e-5,
+    "eps",
+    "float",
+    OMITTED,
+    minimum=0,
+    minimum_exclusive=True,
+    maximum=1,
+    torch_default=1e-5,
+    burn_default=1e-5,
     doc="added to the variance",
 )
 _NO_AFFINE = (
@@ -86,7 +93,13 @@ def _batch_norm(kind: str, source: str, rank_doc: str) -> ModuleSpec:
             AttrSpec("num_features", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="channels (dim 1)"),
             _EPS,
             AttrSpec(
-                "momentum", "float", OMITTED, minimum=0, maximum=1, torch_default=0.1, burn_default=0.1,
+                "momentum",
+                "float",
+                OMITTED,
+                minimum=0,
+                maximum=1,
+                torch_default=0.1,
+                burn_default=0.1,
                 doc="the weight of the batch's statistics in the running ones",
             ),
             AttrSpec("affine", "bool", OMITTED, torch_default=True, doc="learnable weight and bias (torch only)"),
@@ -155,12 +168,19 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
         "(burn's LayerNorm always has gamma: ones, trained like any param), `.init(&device)`, `ln.forward(x)`",
         attrs=(
             AttrSpec(
-                "normalized_shape", "int", positional=True, minimum=1, maximum=limits.MAX_DIM,
+                "normalized_shape",
+                "int",
+                positional=True,
+                minimum=1,
+                maximum=limits.MAX_DIM,
                 doc="the size of the last dim (the one normalized)",
             ),
             _EPS,
             AttrSpec(
-                "elementwise_affine", "bool", OMITTED, torch_default=True,
+                "elementwise_affine",
+                "bool",
+                OMITTED,
+                torch_default=True,
                 doc="learnable weight and bias (burn: gamma always, beta optional)",
             ),
         ),
@@ -202,7 +222,11 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
             AttrSpec("num_embeddings", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="rows"),
             AttrSpec("embedding_dim", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="columns"),
             AttrSpec(
-                "padding_idx", "int", OMITTED, minimum=-limits.MAX_DIM, maximum=limits.MAX_DIM,
+                "padding_idx",
+                "int",
+                OMITTED,
+                minimum=-limits.MAX_DIM,
+                maximum=limits.MAX_DIM,
                 doc="the row that stays zero and gets no gradient (torch only; negative counts from the end)",
             ),
         ),
@@ -228,7 +252,12 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
         "off); `p = 1` panics at `init` (burn takes [0, 1))",
         attrs=(
             AttrSpec(
-                "p", "float", OMITTED, minimum=0, maximum=1, torch_default=0.5,
+                "p",
+                "float",
+                OMITTED,
+                minimum=0,
+                maximum=1,
+                torch_default=0.5,
                 doc="the probability of zeroing an element (burn: required, the port writes torch's 0.5)",
             ),
         ),
@@ -250,16 +279,30 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
         attrs=(
             AttrSpec("embed_dim", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="the model's width"),
             AttrSpec(
-                "num_heads", "int", positional=True, minimum=1, maximum=limits.MAX_DIM,
+                "num_heads",
+                "int",
+                positional=True,
+                minimum=1,
+                maximum=limits.MAX_DIM,
                 doc="heads (must divide embed_dim)",
             ),
             AttrSpec(
-                "dropout", "float", OMITTED, minimum=0, maximum=1, maximum_exclusive=True, torch_default=0.0,
-                burn_default=0.1, doc="dropout of the attention weights in training",
+                "dropout",
+                "float",
+                OMITTED,
+                minimum=0,
+                maximum=1,
+                maximum_exclusive=True,
+                torch_default=0.0,
+                burn_default=0.1,
+                doc="dropout of the attention weights in training",
             ),
             AttrSpec("bias", "bool", OMITTED, torch_default=True, burn_default=True, doc="biases of the projections"),
             AttrSpec(
-                "batch_first", "bool", OMITTED, torch_default=False,
+                "batch_first",
+                "bool",
+                OMITTED,
+                torch_default=False,
                 doc="inputs `[N, L, d]` rather than `[L, N, d]` (burn: always batch first)",
             ),
         ),
@@ -267,9 +310,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
             ParamSpec("in_proj_weight", "[3d, d]", _mha_in_proj, "fan_in"),
             ParamSpec("in_proj_bias", "[3d]", lambda a: [3 * int_attr(a, "embed_dim")], "zeros", when="bias"),
             ParamSpec("out_proj_weight", "[d, d]", _mha_square, "fan_in", torch_path="out_proj.weight"),
-            ParamSpec(
-                "out_proj_bias", "[d]", _one("embed_dim"), "zeros", when="bias", torch_path="out_proj.bias"
-            ),
+            ParamSpec("out_proj_bias", "[d]", _one("embed_dim"), "zeros", when="bias", torch_path="out_proj.bias"),
         ),
         call="multihead_attention",
         torch_class="torch.nn.MultiheadAttention",
@@ -302,7 +343,13 @@ _POOL_STRIDE = AttrSpec(
     "stride", "int", OMITTED, minimum=1, maximum=64, doc="the window's step (torch and burn: kernel_size when omitted)"
 )
 _POOL_PADDING = AttrSpec(
-    "padding", "int", OMITTED, minimum=0, maximum=32, torch_default=0, burn_default=0,
+    "padding",
+    "int",
+    OMITTED,
+    minimum=0,
+    maximum=32,
+    torch_default=0,
+    burn_default=0,
     doc="on each side (at most half the kernel)",
 )
 _SOFTMAX_DIM = AttrSpec(
@@ -313,19 +360,28 @@ SPECS: Final[tuple[OpSpec, ...]] = (
     _module_call("conv2d", "`conv(x)`", "`conv(x)` (x `[N, C, H, W]`)", "`conv.forward(x)`", "applies a Conv2d module"),
     _module_call("conv1d", "`conv(x)`", "`conv(x)` (x `[N, C, L]`)", "`conv.forward(x)`", "applies a Conv1d module"),
     _module_call(
-        "batch_norm1d", "`bn(x)`", "`bn(x)` (x `[N, C]` or `[N, C, L]`)", "`bn.forward(x)`",
+        "batch_norm1d",
+        "`bn(x)`",
+        "`bn(x)` (x `[N, C]` or `[N, C, L]`)",
+        "`bn.forward(x)`",
         "applies a BatchNorm1d module (updates its running statistics in training mode)",
     ),
     _module_call(
-        "batch_norm2d", "`bn(x)`", "`bn(x)` (x `[N, C, H, W]`)", "`bn.forward(x)`",
+        "batch_norm2d",
+        "`bn(x)`",
+        "`bn(x)` (x `[N, C, H, W]`)",
+        "`bn.forward(x)`",
         "applies a BatchNorm2d module (updates its running statistics in training mode)",
     ),
     _module_call("layer_norm", "`ln(x)`", "`ln(x)`", "`ln.forward(x)`", "applies a LayerNorm module"),
     _module_call("group_norm", "`gn(x)`", "`gn(x)` (x `[N, C, ...]`)", "`gn.forward(x)`", "applies a GroupNorm module"),
     _module_call(
-        "embedding", "`emb(ids)`", "`emb(ids)` (int ids, any shape)",
+        "embedding",
+        "`emb(ids)`",
+        "`emb(ids)` (int ids, any shape)",
         "`emb.forward(ids)` (ids `[N, L]`; `[L]`: `emb.forward(ids.unsqueeze()).squeeze_dim(0)`)",
-        "looks rows of an Embedding up", arg_dtypes=("int",),
+        "looks rows of an Embedding up",
+        arg_dtypes=("int",),
     ),
     _module_call(
         "dropout", "`drop(x)`", "`drop(x)`", "`drop.forward(x)`", "applies a Dropout module (random in training mode)"
@@ -395,8 +451,14 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "LeakyReLU",
         attrs=(
             AttrSpec(
-                "negative_slope", "float", OMITTED, minimum=-1e6, maximum=1e6, torch_default=0.01,
-                burn_default=0.01, doc="the slope below zero",
+                "negative_slope",
+                "float",
+                OMITTED,
+                minimum=-1e6,
+                maximum=1e6,
+                torch_default=0.01,
+                burn_default=0.01,
+                doc="the slope below zero",
             ),
         ),
         differentiable=True,
@@ -467,7 +529,11 @@ SPECS: Final[tuple[OpSpec, ...]] = (
             _POOL_STRIDE,
             _POOL_PADDING,
             AttrSpec(
-                "count_include_pad", "bool", OMITTED, torch_default=True, burn_default=True,
+                "count_include_pad",
+                "bool",
+                OMITTED,
+                torch_default=True,
+                burn_default=True,
                 doc="the padding zeros count in the average",
             ),
         ),
@@ -485,9 +551,7 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "`AdaptiveAvgPool2dConfig::new([o, o]).init().forward(x)`",
         "average pooling to a square output size",
         attrs=(
-            AttrSpec(
-                "output_size", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="the output's side"
-            ),
+            AttrSpec("output_size", "int", positional=True, minimum=1, maximum=limits.MAX_DIM, doc="the output's side"),
         ),
         differentiable=True,
         family="layers",
