@@ -27,6 +27,8 @@ use crate::program::compile::ModuleRef;
 use crate::program::value::{map_dyn, transpose_host, Dyn, DynBool, DynInt, TensorValue, Value};
 
 /// Every module kind but Linear (which the machine keeps apart for its layout flag).
+// Built once per declared module and kept in a Vec: the size of the largest kind costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Layer {
     Conv2d(Conv2d),
