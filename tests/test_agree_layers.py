@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 from agreement import check, run_both
 
+from runner.errors import BadInput
 from runner.model.case import Tolerance
 from runner.oracles import compare_observations
 from runner.program import torch_interp
@@ -266,3 +268,47 @@ def test_the_rendered_torch_script_prints_the_interpreters_observations(tmp_path
     for got, want in zip(printed, result["observations"]):
         for key in ("values", "grad"):
             assert same_values(got[key], want[key]), (want["label"], key)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("gn = GroupNorm(2, 3)", "`num_groups` (2) must divide `num_channels` (3)"),
+        ("mha = MultiheadAttention(5, 2)", "`num_heads` (2) must divide `embed_dim` (5)"),
+        ("conv = Conv1d(4, 6, 3, groups=4)", "`groups` (4) must divide `out_channels` (6)"),
+        ("emb = Embedding(4, 2, padding_idx=4)", "`padding_idx` must be a row of its weight (-4 to 3), not 4"),
+    ],
+)
+def test_a_declaration_torch_would_refuse_is_bad_input(source: str, message: str) -> None:
+    """Caught when the program is read (exit code 2, the line named), not as a crash of one side."""
+    with pytest.raises(BadInput, match=re.escape(message)):
+        parse(source, where="t")
+
+
+def test_dropout_of_probability_one_panics_in_burn_only() -> None:
+    """torch zeroes everything at p = 1; burn's `DropoutConfig::init` refuses p outside [0, 1)."""
+    torch_run, burn_run = run_both("drop = Dropout(p=1.0)\nx = input(2, 3)\ny = drop(x)\nobserve(y)")
+    assert torch_run.outcome == "ok" and _observed(torch_run, "y") == [0.0] * 6
+    assert burn_run.outcome == "panic" and burn_run.failure is not None
+    assert "range [0, 1)" in burn_run.failure.message
+
+
+def test_batch_norm_of_one_sample_in_training_is_an_error_in_torch_only() -> None:
+    """torch refuses a training batch with one value per channel; burn normalizes it (variance 0)."""
+    torch_run, burn_run = run_both("bn = BatchNorm1d(3)\nx = input(1, 3)\ny = bn(x)\nobserve(y)")
+    assert torch_run.outcome == "error" and torch_run.failure is not None
+    assert "more than 1 value per channel" in torch_run.failure.message
+    assert burn_run.outcome == "ok" and _observed(burn_run, "y") == [0.0, 0.0, 0.0]
+
+
+def test_a_fully_masked_attention_row_is_nan_in_torch_and_uniform_in_burn() -> None:
+    """torch fills a masked score with -inf, so a row with every key masked is NaN; burn fills it
+    with `min_float` (-1e4), so the row attends uniformly and stays finite."""
+    source = (
+        "mha = MultiheadAttention(4, 2, dropout=0.0)\nx = input(3, 1, 4)\n"
+        'm = input(3, 3, dtype="bool", init="ones")\ny = mha(x, x, x, m)\nobserve(y)'
+    )
+    torch_run, burn_run = run_both(source)
+    assert torch_run.outcome == burn_run.outcome == "ok"
+    assert all(math.isnan(v) for v in _observed(torch_run, "y"))
+    assert all(math.isfinite(v) for v in _observed(burn_run, "y"))

@@ -305,6 +305,9 @@ class ModuleDecl(_Strict):
         if spec is None:
             raise ValueError(f"module {self.name!r}: unknown kind {self.kind!r}; valid: {', '.join(MODULES)}")
         self.attrs = check_attrs(spec.source, spec.attrs, self.attrs, [])
+        problem = spec.constraint(self.attrs) if spec.constraint is not None else None
+        if problem is not None:
+            raise ValueError(f"module {self.name!r}: {problem}")
         for shape in self.tensor_shapes().values():
             _check_shape_size(shape[0])
         for p in spec.tensors(self.attrs):

@@ -8,7 +8,7 @@ reads them from the frameworks)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from .. import limits
@@ -30,6 +30,21 @@ def _conv_fan_in(attrs: Mapping[str, AttrValue]) -> int:
 
 def _conv1d_fan_in(attrs: Mapping[str, AttrValue]) -> int:
     return int_attr(attrs, "in_channels") // _groups(attrs) * int_attr(attrs, "kernel_size")
+
+
+def _divides(by: str, *keys: str) -> Callable[[Mapping[str, AttrValue]], str | None]:
+    """The constraint that attribute `by` (when given) divides each of `keys`."""
+
+    def check(attrs: Mapping[str, AttrValue]) -> str | None:
+        if by not in attrs:
+            return None
+        d = int_attr(attrs, by)
+        for key in keys:
+            if int_attr(attrs, key) % d:
+                return f"`{by}` ({d}) must divide `{key}` ({int_attr(attrs, key)})"
+        return None
+
+    return check
 
 
 def _conv2d_weight(attrs: Mapping[str, AttrValue]) -> list[int]:
@@ -141,6 +156,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
         call="conv2d",
         torch_class="torch.nn.Conv2d",
         fan_in=_conv_fan_in,
+        constraint=_divides("groups", "in_channels", "out_channels"),
     ),
     ModuleSpec(
         "conv1d",
@@ -157,6 +173,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
         call="conv1d",
         torch_class="torch.nn.Conv1d",
         fan_in=_conv1d_fan_in,
+        constraint=_divides("groups", "in_channels", "out_channels"),
     ),
     _batch_norm("batch_norm1d", "BatchNorm1d", "`[N, C]` or `[N, C, L]`"),
     _batch_norm("batch_norm2d", "BatchNorm2d", "`[N, C, H, W]`"),
@@ -209,6 +226,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
         ),
         call="group_norm",
         torch_class="torch.nn.GroupNorm",
+        constraint=_divides("num_groups", "num_channels"),
     ),
     ModuleSpec(
         "embedding",
@@ -315,6 +333,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
         call="multihead_attention",
         torch_class="torch.nn.MultiheadAttention",
         fan_in=lambda a: int_attr(a, "embed_dim"),
+        constraint=_divides("num_heads", "embed_dim"),
     ),
 )
 

@@ -289,6 +289,9 @@ class ModuleSpec:
     that torch sees, positional ones in table order, the others by keyword (omitted when omitted)."""
     fan_in: Callable[[Mapping[str, AttrValue]], int] | None = None
     """For `fan_in` inits: the fan in from the attributes."""
+    constraint: Callable[[Mapping[str, AttrValue]], str | None] | None = None
+    """What the attributes must satisfy together, which a range cannot say (`groups` divides the
+    channels): None when they do, else what is wrong (the declaration is refused as bad input)."""
 
     @property
     def attr_names(self) -> tuple[str, ...]:
