@@ -305,8 +305,19 @@ class ModuleDecl(_Strict):
         if spec is None:
             raise ValueError(f"module {self.name!r}: unknown kind {self.kind!r}; valid: {', '.join(MODULES)}")
         self.attrs = check_attrs(spec.source, spec.attrs, self.attrs, [])
+        problem = spec.constraint(self.attrs) if spec.constraint is not None else None
+        if problem is not None:
+            raise ValueError(f"module {self.name!r}: {problem}")
         for shape in self.tensor_shapes().values():
             _check_shape_size(shape[0])
+        for p in spec.tensors(self.attrs):
+            if p.zero_row is not None and p.zero_row in self.attrs:
+                rows, row = p.shape(self.attrs)[0], self.integer(p.zero_row)
+                if not -rows <= row < rows:
+                    raise ValueError(
+                        f"module {self.name!r}: `{p.zero_row}` must be a row of its {p.name} "
+                        f"(-{rows} to {rows - 1}), not {row}"
+                    )
         return self
 
     def tensor_shapes(self) -> dict[str, tuple[list[int], str]]:
@@ -323,15 +334,21 @@ class ModuleDecl(_Strict):
         for p in spec.tensors(self.attrs):
             given = (values or {}).get(p.name)
             init = p.init if given is None else "values"
+            shape = p.shape(self.attrs)
+            zero_row = None
+            if p.zero_row is not None and p.zero_row in self.attrs and given is None:
+                row = self.integer(p.zero_row)
+                zero_row = row + shape[0] if row < 0 else row
             out.append(
                 TensorSpec(
                     name=f"{self.name}.{p.name}",
                     role=p.role,
-                    shape=p.shape(self.attrs),
+                    shape=shape,
                     init=init,  # type: ignore[arg-type]
                     values=given,
                     module=self.name,
                     fan_in=fan_in if init == "fan_in" else None,
+                    zero_row=zero_row,
                 )
             )
         return out
@@ -607,6 +624,8 @@ class TensorSpec(_Strict):
     dtype: Literal["float", "int", "bool"] = "float"
     high: Annotated[StrictInt, Field(ge=1, le=MAX_INT_VALUE)] | None = None
     fan_in: Annotated[StrictInt, Field(ge=1)] | None = None
+    zero_row: Annotated[StrictInt, Field(ge=0)] | None = None
+    """A row (dim 0) the init sets to zero (an Embedding's `padding_idx`, as torch's init does)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TensorSpec:
@@ -631,6 +650,8 @@ class TensorSpec(_Strict):
             raise ValueError(f"tensor {self.name!r}: `fan_in` goes with init 'fan_in', and only with it")
         if self.init == "fan_in" and self.module is None:
             raise ValueError(f"tensor {self.name!r}: init 'fan_in' is for a module's tensors")
+        if self.zero_row is not None and (self.module is None or not self.shape or self.zero_row >= self.shape[0]):
+            raise ValueError(f"tensor {self.name!r}: zero_row {self.zero_row} is not a row of a module's tensor")
         return self
 
 

@@ -167,6 +167,9 @@ class _Renderer:
                 continue
             suffix = ".requires_grad_()" if t.role == "param" else _DTYPE_SUFFIX[t.dtype]
             self.put(1, f"{self.value(t.name)} = _tensor({_values(t.data)}, {list(t.shape)}){suffix}")
+        for m in p.modules:
+            if m.name not in built:  # a module without tensors (a Dropout)
+                self.put(1, f"{self.ids(m.name)} = {_constructor(m, '_DTYPE')}")
         params = ", ".join(self.value(t.name) for t in p.params())
         self.put(1, f"_params = [{params}]  # every param, in declaration order: what an optimizer updates")
 
@@ -229,6 +232,11 @@ class _Renderer:
         if st.op in ("train", "eval"):
             modules = ", ".join(self.ids(m.name) for m in self.program.modules)
             return f"[m.{st.op}() for m in ({modules},)]" if modules else "None  # no module"
+        if st.op == "multihead_attention":
+            # The module returns (output, weights), and its 4th positional is the key padding mask.
+            module, query, key, value, *mask = (self.value(a) for a in st.args)
+            attn_mask = f", attn_mask={mask[0]}" if mask else ""
+            return f"{module}({query}, {key}, {value}{attn_mask})[0]"
         if spec.torch_call is not None or (spec.module is not None and st.op != "linear"):
             keywords = [f"{k}={v!r}" for k, v in torch_keywords(st.op, st.attrs).items()]
             values = [self.value(a) for a in st.args]
@@ -251,7 +259,7 @@ def _constructor(decl: ModuleDecl, dtype: str | None) -> str:
     """`torch.nn.Conv2d(3, 8, 3, padding=1, dtype=_DTYPE)`: the call a port starts from."""
     path, args, kwargs = torch_modules.constructor(decl)
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-    if dtype is not None:
+    if dtype is not None and torch_modules.takes_dtype(decl):
         parts.append(f"dtype={dtype}")
     return f"{path}({', '.join(parts)})"
 
@@ -297,6 +305,9 @@ class _Sketch(_Renderer):
             shape = ", ".join(str(d) for d in t.shape)
             suffix = ", requires_grad=True" if t.role == "param" else ""
             self.put(0, f"{self.value(t.name)} = torch.randn({shape}{suffix})  # shared initial values")
+        for m in p.modules:
+            if m.name not in built:  # a module without tensors (a Dropout)
+                self.put(0, f"{self.ids(m.name)} = {_constructor(m, None)}")
 
     def block(self, stmts: Sequence[Stmt], depth: int, in_timed: bool) -> None:
         for st in stmts:

@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "2f4e62e0766d3902";
+pub const CONTRACT_DIGEST: &str = "d2749cd9d9d07805";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -141,7 +141,22 @@ pub enum Op {
     Repeat,
     NoGrad,
     Conv2d,
+    Conv1d,
+    BatchNorm1d,
+    BatchNorm2d,
+    LayerNorm,
+    GroupNorm,
+    Embedding,
+    Dropout,
+    MultiheadAttention,
     Gelu,
+    Silu,
+    LeakyRelu,
+    Softmax,
+    LogSoftmax,
+    MaxPool2d,
+    AvgPool2d,
+    AdaptiveAvgPool2d,
     Cat,
     Argmax,
     CrossEntropy,
@@ -150,7 +165,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 46] = [
+    pub const ALL: [Op; 61] = [
         Op::Detach,
         Op::WithoutAutodiff,
         Op::RequireGrad,
@@ -191,7 +206,22 @@ impl Op {
         Op::Repeat,
         Op::NoGrad,
         Op::Conv2d,
+        Op::Conv1d,
+        Op::BatchNorm1d,
+        Op::BatchNorm2d,
+        Op::LayerNorm,
+        Op::GroupNorm,
+        Op::Embedding,
+        Op::Dropout,
+        Op::MultiheadAttention,
         Op::Gelu,
+        Op::Silu,
+        Op::LeakyRelu,
+        Op::Softmax,
+        Op::LogSoftmax,
+        Op::MaxPool2d,
+        Op::AvgPool2d,
+        Op::AdaptiveAvgPool2d,
         Op::Cat,
         Op::Argmax,
         Op::CrossEntropy,
@@ -242,7 +272,22 @@ impl Op {
             Op::Repeat => "repeat",
             Op::NoGrad => "no_grad",
             Op::Conv2d => "conv2d",
+            Op::Conv1d => "conv1d",
+            Op::BatchNorm1d => "batch_norm1d",
+            Op::BatchNorm2d => "batch_norm2d",
+            Op::LayerNorm => "layer_norm",
+            Op::GroupNorm => "group_norm",
+            Op::Embedding => "embedding",
+            Op::Dropout => "dropout",
+            Op::MultiheadAttention => "multihead_attention",
             Op::Gelu => "gelu",
+            Op::Silu => "silu",
+            Op::LeakyRelu => "leaky_relu",
+            Op::Softmax => "softmax",
+            Op::LogSoftmax => "log_softmax",
+            Op::MaxPool2d => "max_pool2d",
+            Op::AvgPool2d => "avg_pool2d",
+            Op::AdaptiveAvgPool2d => "adaptive_avg_pool2d",
             Op::Cat => "cat",
             Op::Argmax => "argmax",
             Op::CrossEntropy => "cross_entropy",
@@ -293,7 +338,22 @@ impl Op {
             "repeat" => Some(Op::Repeat),
             "no_grad" => Some(Op::NoGrad),
             "conv2d" => Some(Op::Conv2d),
+            "conv1d" => Some(Op::Conv1d),
+            "batch_norm1d" => Some(Op::BatchNorm1d),
+            "batch_norm2d" => Some(Op::BatchNorm2d),
+            "layer_norm" => Some(Op::LayerNorm),
+            "group_norm" => Some(Op::GroupNorm),
+            "embedding" => Some(Op::Embedding),
+            "dropout" => Some(Op::Dropout),
+            "multihead_attention" => Some(Op::MultiheadAttention),
             "gelu" => Some(Op::Gelu),
+            "silu" => Some(Op::Silu),
+            "leaky_relu" => Some(Op::LeakyRelu),
+            "softmax" => Some(Op::Softmax),
+            "log_softmax" => Some(Op::LogSoftmax),
+            "max_pool2d" => Some(Op::MaxPool2d),
+            "avg_pool2d" => Some(Op::AvgPool2d),
+            "adaptive_avg_pool2d" => Some(Op::AdaptiveAvgPool2d),
             "cat" => Some(Op::Cat),
             "argmax" => Some(Op::Argmax),
             "cross_entropy" => Some(Op::CrossEntropy),
@@ -305,7 +365,7 @@ impl Op {
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, gelu, cat, argmax, cross_entropy, train, eval".to_owned()
+        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, argmax, cross_entropy, train, eval".to_owned()
     }
 }
 
@@ -353,7 +413,22 @@ impl Op {
             Op::Repeat => &[],
             Op::NoGrad => &[],
             Op::Conv2d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::Conv1d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::BatchNorm1d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::BatchNorm2d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::LayerNorm => &[ArgKind::Module, ArgKind::Tensor],
+            Op::GroupNorm => &[ArgKind::Module, ArgKind::Tensor],
+            Op::Embedding => &[ArgKind::Module, ArgKind::Tensor],
+            Op::Dropout => &[ArgKind::Module, ArgKind::Tensor],
+            Op::MultiheadAttention => &[ArgKind::Module, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
             Op::Gelu => &[ArgKind::Tensor],
+            Op::Silu => &[ArgKind::Tensor],
+            Op::LeakyRelu => &[ArgKind::Tensor],
+            Op::Softmax => &[ArgKind::Tensor],
+            Op::LogSoftmax => &[ArgKind::Tensor],
+            Op::MaxPool2d => &[ArgKind::Tensor],
+            Op::AvgPool2d => &[ArgKind::Tensor],
+            Op::AdaptiveAvgPool2d => &[ArgKind::Tensor],
             Op::Cat => &[ArgKind::Tensor, ArgKind::Tensor],
             Op::Argmax => &[ArgKind::Tensor],
             Op::CrossEntropy => &[ArgKind::Tensor, ArgKind::Tensor],
@@ -404,7 +479,22 @@ impl Op {
             Op::Repeat => ResultKind::Block,
             Op::NoGrad => ResultKind::Block,
             Op::Conv2d => ResultKind::Tensor,
+            Op::Conv1d => ResultKind::Tensor,
+            Op::BatchNorm1d => ResultKind::Tensor,
+            Op::BatchNorm2d => ResultKind::Tensor,
+            Op::LayerNorm => ResultKind::Tensor,
+            Op::GroupNorm => ResultKind::Tensor,
+            Op::Embedding => ResultKind::Tensor,
+            Op::Dropout => ResultKind::Tensor,
+            Op::MultiheadAttention => ResultKind::Tensor,
             Op::Gelu => ResultKind::Tensor,
+            Op::Silu => ResultKind::Tensor,
+            Op::LeakyRelu => ResultKind::Tensor,
+            Op::Softmax => ResultKind::Tensor,
+            Op::LogSoftmax => ResultKind::Tensor,
+            Op::MaxPool2d => ResultKind::Tensor,
+            Op::AvgPool2d => ResultKind::Tensor,
+            Op::AdaptiveAvgPool2d => ResultKind::Tensor,
             Op::Cat => ResultKind::Tensor,
             Op::Argmax => ResultKind::Tensor,
             Op::CrossEntropy => ResultKind::Tensor,
@@ -456,7 +546,22 @@ impl Op {
             Op::Repeat => &["count", "var"],
             Op::NoGrad => &[],
             Op::Conv2d => &[],
+            Op::Conv1d => &[],
+            Op::BatchNorm1d => &[],
+            Op::BatchNorm2d => &[],
+            Op::LayerNorm => &[],
+            Op::GroupNorm => &[],
+            Op::Embedding => &[],
+            Op::Dropout => &[],
+            Op::MultiheadAttention => &[],
             Op::Gelu => &["approximate"],
+            Op::Silu => &[],
+            Op::LeakyRelu => &["negative_slope"],
+            Op::Softmax => &["dim"],
+            Op::LogSoftmax => &["dim"],
+            Op::MaxPool2d => &["kernel_size", "stride", "padding", "dilation"],
+            Op::AvgPool2d => &["kernel_size", "stride", "padding", "count_include_pad"],
+            Op::AdaptiveAvgPool2d => &["output_size"],
             Op::Cat => &["dim"],
             Op::Argmax => &["dim", "keepdim"],
             Op::CrossEntropy => &["label_smoothing", "reduction"],
@@ -469,7 +574,22 @@ impl Op {
     pub const fn family(self) -> Option<Family> {
         match self {
             Op::Conv2d => Some(Family::Layers),
+            Op::Conv1d => Some(Family::Layers),
+            Op::BatchNorm1d => Some(Family::Layers),
+            Op::BatchNorm2d => Some(Family::Layers),
+            Op::LayerNorm => Some(Family::Layers),
+            Op::GroupNorm => Some(Family::Layers),
+            Op::Embedding => Some(Family::Layers),
+            Op::Dropout => Some(Family::Layers),
+            Op::MultiheadAttention => Some(Family::Layers),
             Op::Gelu => Some(Family::Layers),
+            Op::Silu => Some(Family::Layers),
+            Op::LeakyRelu => Some(Family::Layers),
+            Op::Softmax => Some(Family::Layers),
+            Op::LogSoftmax => Some(Family::Layers),
+            Op::MaxPool2d => Some(Family::Layers),
+            Op::AvgPool2d => Some(Family::Layers),
+            Op::AdaptiveAvgPool2d => Some(Family::Layers),
             Op::Cat => Some(Family::Tensors),
             Op::Argmax => Some(Family::Tensors),
             Op::CrossEntropy => Some(Family::Losses),
@@ -480,6 +600,7 @@ impl Op {
     /// The most arguments it takes (more than `args()` for a variadic operation).
     pub const fn max_args(self) -> usize {
         match self {
+            Op::MultiheadAttention => 5,
             Op::Cat => 4,
             op => op.args().len(),
         }
@@ -490,6 +611,14 @@ impl Op {
         match self {
             Op::Linear => Some(ModuleKind::Linear),
             Op::Conv2d => Some(ModuleKind::Conv2d),
+            Op::Conv1d => Some(ModuleKind::Conv1d),
+            Op::BatchNorm1d => Some(ModuleKind::BatchNorm1d),
+            Op::BatchNorm2d => Some(ModuleKind::BatchNorm2d),
+            Op::LayerNorm => Some(ModuleKind::LayerNorm),
+            Op::GroupNorm => Some(ModuleKind::GroupNorm),
+            Op::Embedding => Some(ModuleKind::Embedding),
+            Op::Dropout => Some(ModuleKind::Dropout),
+            Op::MultiheadAttention => Some(ModuleKind::MultiheadAttention),
             _ => None,
         }
     }
@@ -900,6 +1029,148 @@ pub mod attrs {
         }
     }
 
+    /// `leaky_relu`: LeakyReLU
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LeakyRelu {
+        /// the slope below zero (None: omitted, each framework's own default)
+        pub negative_slope: Option<f64>,
+    }
+
+    impl LeakyRelu {
+        pub const KEYS: &'static [&'static str] = &["negative_slope"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let negative_slope = r.float("negative_slope")?;
+            if let Some(negative_slope) = negative_slope { r.range("negative_slope", negative_slope, Some((-1000000.0, false)), Some((1000000.0, false)), ">= -1000000 and <= 1000000")?; }
+            Ok(LeakyRelu { negative_slope })
+        }
+    }
+
+    /// `softmax`: softmax along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Softmax {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Softmax {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Softmax { dim })
+        }
+    }
+
+    /// `log_softmax`: log-softmax along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LogSoftmax {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl LogSoftmax {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(LogSoftmax { dim })
+        }
+    }
+
+    /// `max_pool2d`: max pooling over square windows
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MaxPool2d {
+        /// the square window's side
+        pub kernel_size: i64,
+        /// the window's step (torch and burn: kernel_size when omitted) (None: omitted, each framework's own default)
+        pub stride: Option<i64>,
+        /// on each side (at most half the kernel) (None: omitted, each framework's own default)
+        pub padding: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub dilation: Option<i64>,
+    }
+
+    impl MaxPool2d {
+        pub const KEYS: &'static [&'static str] = &["kernel_size", "stride", "padding", "dilation"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let kernel_size = r.int("kernel_size")?;
+            if let Some(kernel_size) = kernel_size { r.range("kernel_size", kernel_size as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let kernel_size = kernel_size.ok_or_else(|| r.missing("kernel_size", "int"))?;
+            let stride = r.int("stride")?;
+            if let Some(stride) = stride { r.range("stride", stride as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let padding = r.int("padding")?;
+            if let Some(padding) = padding { r.range("padding", padding as f64, Some((0.0, false)), Some((32.0, false)), ">= 0 and <= 32")?; }
+            let dilation = r.int("dilation")?;
+            if let Some(dilation) = dilation { r.range("dilation", dilation as f64, Some((1.0, false)), Some((16.0, false)), ">= 1 and <= 16")?; }
+            Ok(MaxPool2d { kernel_size, stride, padding, dilation })
+        }
+    }
+
+    /// `avg_pool2d`: average pooling over square windows
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct AvgPool2d {
+        /// the square window's side
+        pub kernel_size: i64,
+        /// the window's step (torch and burn: kernel_size when omitted) (None: omitted, each framework's own default)
+        pub stride: Option<i64>,
+        /// on each side (at most half the kernel) (None: omitted, each framework's own default)
+        pub padding: Option<i64>,
+        /// the padding zeros count in the average (None: omitted, each framework's own default)
+        pub count_include_pad: Option<bool>,
+    }
+
+    impl AvgPool2d {
+        pub const KEYS: &'static [&'static str] = &["kernel_size", "stride", "padding", "count_include_pad"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let kernel_size = r.int("kernel_size")?;
+            if let Some(kernel_size) = kernel_size { r.range("kernel_size", kernel_size as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let kernel_size = kernel_size.ok_or_else(|| r.missing("kernel_size", "int"))?;
+            let stride = r.int("stride")?;
+            if let Some(stride) = stride { r.range("stride", stride as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let padding = r.int("padding")?;
+            if let Some(padding) = padding { r.range("padding", padding as f64, Some((0.0, false)), Some((32.0, false)), ">= 0 and <= 32")?; }
+            let count_include_pad = r.bool("count_include_pad")?;
+            Ok(AvgPool2d { kernel_size, stride, padding, count_include_pad })
+        }
+    }
+
+    /// `adaptive_avg_pool2d`: average pooling to a square output size
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct AdaptiveAvgPool2d {
+        /// the output's side
+        pub output_size: i64,
+    }
+
+    impl AdaptiveAvgPool2d {
+        pub const KEYS: &'static [&'static str] = &["output_size"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let output_size = r.int("output_size")?;
+            if let Some(output_size) = output_size { r.range("output_size", output_size as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let output_size = output_size.ok_or_else(|| r.missing("output_size", "int"))?;
+            Ok(AdaptiveAvgPool2d { output_size })
+        }
+    }
+
     /// `cat`: joins 2 to 4 tensors along a dim
     #[derive(Clone, Debug, PartialEq)]
     pub struct Cat {
@@ -982,6 +1253,12 @@ pub mod attrs {
 pub enum OpAttrs {
     None,
     Gelu(attrs::Gelu),
+    LeakyRelu(attrs::LeakyRelu),
+    Softmax(attrs::Softmax),
+    LogSoftmax(attrs::LogSoftmax),
+    MaxPool2d(attrs::MaxPool2d),
+    AvgPool2d(attrs::AvgPool2d),
+    AdaptiveAvgPool2d(attrs::AdaptiveAvgPool2d),
     Cat(attrs::Cat),
     Argmax(attrs::Argmax),
     CrossEntropy(attrs::CrossEntropy),
@@ -992,6 +1269,12 @@ impl OpAttrs {
     pub fn read(op: Op, r: &AttrReader<'_>) -> Result<OpAttrs, IrError> {
         Ok(match op {
             Op::Gelu => OpAttrs::Gelu(attrs::Gelu::read(r)?),
+            Op::LeakyRelu => OpAttrs::LeakyRelu(attrs::LeakyRelu::read(r)?),
+            Op::Softmax => OpAttrs::Softmax(attrs::Softmax::read(r)?),
+            Op::LogSoftmax => OpAttrs::LogSoftmax(attrs::LogSoftmax::read(r)?),
+            Op::MaxPool2d => OpAttrs::MaxPool2d(attrs::MaxPool2d::read(r)?),
+            Op::AvgPool2d => OpAttrs::AvgPool2d(attrs::AvgPool2d::read(r)?),
+            Op::AdaptiveAvgPool2d => OpAttrs::AdaptiveAvgPool2d(attrs::AdaptiveAvgPool2d::read(r)?),
             Op::Cat => OpAttrs::Cat(attrs::Cat::read(r)?),
             Op::Argmax => OpAttrs::Argmax(attrs::Argmax::read(r)?),
             Op::CrossEntropy => OpAttrs::CrossEntropy(attrs::CrossEntropy::read(r)?),
@@ -1018,12 +1301,28 @@ impl OpAttrs {
 pub enum ModuleKind {
     Linear,
     Conv2d,
+    Conv1d,
+    BatchNorm1d,
+    BatchNorm2d,
+    LayerNorm,
+    GroupNorm,
+    Embedding,
+    Dropout,
+    MultiheadAttention,
 }
 
 impl ModuleKind {
-    pub const ALL: [ModuleKind; 2] = [
+    pub const ALL: [ModuleKind; 10] = [
         ModuleKind::Linear,
         ModuleKind::Conv2d,
+        ModuleKind::Conv1d,
+        ModuleKind::BatchNorm1d,
+        ModuleKind::BatchNorm2d,
+        ModuleKind::LayerNorm,
+        ModuleKind::GroupNorm,
+        ModuleKind::Embedding,
+        ModuleKind::Dropout,
+        ModuleKind::MultiheadAttention,
     ];
 
     /// The name the contract (and the IR) uses.
@@ -1031,6 +1330,14 @@ impl ModuleKind {
         match self {
             ModuleKind::Linear => "linear",
             ModuleKind::Conv2d => "conv2d",
+            ModuleKind::Conv1d => "conv1d",
+            ModuleKind::BatchNorm1d => "batch_norm1d",
+            ModuleKind::BatchNorm2d => "batch_norm2d",
+            ModuleKind::LayerNorm => "layer_norm",
+            ModuleKind::GroupNorm => "group_norm",
+            ModuleKind::Embedding => "embedding",
+            ModuleKind::Dropout => "dropout",
+            ModuleKind::MultiheadAttention => "multihead_attention",
         }
     }
 
@@ -1038,13 +1345,21 @@ impl ModuleKind {
         match name {
             "linear" => Some(ModuleKind::Linear),
             "conv2d" => Some(ModuleKind::Conv2d),
+            "conv1d" => Some(ModuleKind::Conv1d),
+            "batch_norm1d" => Some(ModuleKind::BatchNorm1d),
+            "batch_norm2d" => Some(ModuleKind::BatchNorm2d),
+            "layer_norm" => Some(ModuleKind::LayerNorm),
+            "group_norm" => Some(ModuleKind::GroupNorm),
+            "embedding" => Some(ModuleKind::Embedding),
+            "dropout" => Some(ModuleKind::Dropout),
+            "multihead_attention" => Some(ModuleKind::MultiheadAttention),
             _ => None,
         }
     }
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "linear, conv2d".to_owned()
+        "linear, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention".to_owned()
     }
 }
 
@@ -1054,6 +1369,14 @@ impl ModuleKind {
         match self {
             ModuleKind::Linear => &["weight", "bias"],
             ModuleKind::Conv2d => &["weight", "bias"],
+            ModuleKind::Conv1d => &["weight", "bias"],
+            ModuleKind::BatchNorm1d => &["weight", "bias", "running_mean", "running_var"],
+            ModuleKind::BatchNorm2d => &["weight", "bias", "running_mean", "running_var"],
+            ModuleKind::LayerNorm => &["weight", "bias"],
+            ModuleKind::GroupNorm => &["weight", "bias"],
+            ModuleKind::Embedding => &["weight"],
+            ModuleKind::Dropout => &[],
+            ModuleKind::MultiheadAttention => &["in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias"],
         }
     }
 
@@ -1062,6 +1385,14 @@ impl ModuleKind {
         match self {
             ModuleKind::Linear => Op::Linear,
             ModuleKind::Conv2d => Op::Conv2d,
+            ModuleKind::Conv1d => Op::Conv1d,
+            ModuleKind::BatchNorm1d => Op::BatchNorm1d,
+            ModuleKind::BatchNorm2d => Op::BatchNorm2d,
+            ModuleKind::LayerNorm => Op::LayerNorm,
+            ModuleKind::GroupNorm => Op::GroupNorm,
+            ModuleKind::Embedding => Op::Embedding,
+            ModuleKind::Dropout => Op::Dropout,
+            ModuleKind::MultiheadAttention => Op::MultiheadAttention,
         }
     }
 }
@@ -1153,6 +1484,259 @@ pub mod modules {
         }
     }
 
+    /// `Conv1d`: the attributes of a `Conv1d` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Conv1d {
+        /// input channels
+        pub in_channels: i64,
+        /// output channels
+        pub out_channels: i64,
+        /// the kernel's length
+        pub kernel_size: i64,
+        /// (None: omitted, each framework's own default)
+        pub stride: Option<i64>,
+        /// zeros on each side (None: omitted, each framework's own default)
+        pub padding: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub dilation: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub groups: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub bias: Option<bool>,
+    }
+
+    impl Conv1d {
+        pub const KEYS: &'static [&'static str] = &["in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let in_channels = r.int("in_channels")?;
+            if let Some(in_channels) = in_channels { r.range("in_channels", in_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let in_channels = in_channels.ok_or_else(|| r.missing("in_channels", "int"))?;
+            let out_channels = r.int("out_channels")?;
+            if let Some(out_channels) = out_channels { r.range("out_channels", out_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let out_channels = out_channels.ok_or_else(|| r.missing("out_channels", "int"))?;
+            let kernel_size = r.int("kernel_size")?;
+            if let Some(kernel_size) = kernel_size { r.range("kernel_size", kernel_size as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let kernel_size = kernel_size.ok_or_else(|| r.missing("kernel_size", "int"))?;
+            let stride = r.int("stride")?;
+            if let Some(stride) = stride { r.range("stride", stride as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let padding = r.int("padding")?;
+            if let Some(padding) = padding { r.range("padding", padding as f64, Some((0.0, false)), Some((64.0, false)), ">= 0 and <= 64")?; }
+            let dilation = r.int("dilation")?;
+            if let Some(dilation) = dilation { r.range("dilation", dilation as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let groups = r.int("groups")?;
+            if let Some(groups) = groups { r.range("groups", groups as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let bias = r.bool("bias")?;
+            Ok(Conv1d { in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias })
+        }
+    }
+
+    /// `BatchNorm1d`: the attributes of a `BatchNorm1d` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BatchNorm1d {
+        /// channels (dim 1)
+        pub num_features: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// the weight of the batch's statistics in the running ones (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// learnable weight and bias (torch only) (None: omitted, each framework's own default)
+        pub affine: Option<bool>,
+    }
+
+    impl BatchNorm1d {
+        pub const KEYS: &'static [&'static str] = &["num_features", "eps", "momentum", "affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_features = r.int("num_features")?;
+            if let Some(num_features) = num_features { r.range("num_features", num_features as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_features = num_features.ok_or_else(|| r.missing("num_features", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let momentum = r.float("momentum")?;
+            if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let affine = r.bool("affine")?;
+            Ok(BatchNorm1d { num_features, eps, momentum, affine })
+        }
+    }
+
+    /// `BatchNorm2d`: the attributes of a `BatchNorm2d` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BatchNorm2d {
+        /// channels (dim 1)
+        pub num_features: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// the weight of the batch's statistics in the running ones (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// learnable weight and bias (torch only) (None: omitted, each framework's own default)
+        pub affine: Option<bool>,
+    }
+
+    impl BatchNorm2d {
+        pub const KEYS: &'static [&'static str] = &["num_features", "eps", "momentum", "affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_features = r.int("num_features")?;
+            if let Some(num_features) = num_features { r.range("num_features", num_features as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_features = num_features.ok_or_else(|| r.missing("num_features", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let momentum = r.float("momentum")?;
+            if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let affine = r.bool("affine")?;
+            Ok(BatchNorm2d { num_features, eps, momentum, affine })
+        }
+    }
+
+    /// `LayerNorm`: the attributes of a `LayerNorm` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LayerNorm {
+        /// the size of the last dim (the one normalized)
+        pub normalized_shape: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// learnable weight and bias (burn: gamma always, beta optional) (None: omitted, each framework's own default)
+        pub elementwise_affine: Option<bool>,
+    }
+
+    impl LayerNorm {
+        pub const KEYS: &'static [&'static str] = &["normalized_shape", "eps", "elementwise_affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let normalized_shape = r.int("normalized_shape")?;
+            if let Some(normalized_shape) = normalized_shape { r.range("normalized_shape", normalized_shape as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let normalized_shape = normalized_shape.ok_or_else(|| r.missing("normalized_shape", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let elementwise_affine = r.bool("elementwise_affine")?;
+            Ok(LayerNorm { normalized_shape, eps, elementwise_affine })
+        }
+    }
+
+    /// `GroupNorm`: the attributes of a `GroupNorm` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GroupNorm {
+        /// groups of channels
+        pub num_groups: i64,
+        /// channels (dim 1)
+        pub num_channels: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// learnable weight and bias (None: omitted, each framework's own default)
+        pub affine: Option<bool>,
+    }
+
+    impl GroupNorm {
+        pub const KEYS: &'static [&'static str] = &["num_groups", "num_channels", "eps", "affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_groups = r.int("num_groups")?;
+            if let Some(num_groups) = num_groups { r.range("num_groups", num_groups as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_groups = num_groups.ok_or_else(|| r.missing("num_groups", "int"))?;
+            let num_channels = r.int("num_channels")?;
+            if let Some(num_channels) = num_channels { r.range("num_channels", num_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_channels = num_channels.ok_or_else(|| r.missing("num_channels", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let affine = r.bool("affine")?;
+            Ok(GroupNorm { num_groups, num_channels, eps, affine })
+        }
+    }
+
+    /// `Embedding`: the attributes of a `Embedding` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Embedding {
+        /// rows
+        pub num_embeddings: i64,
+        /// columns
+        pub embedding_dim: i64,
+        /// the row that stays zero and gets no gradient (torch only; negative counts from the end) (None: omitted, each framework's own default)
+        pub padding_idx: Option<i64>,
+    }
+
+    impl Embedding {
+        pub const KEYS: &'static [&'static str] = &["num_embeddings", "embedding_dim", "padding_idx"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_embeddings = r.int("num_embeddings")?;
+            if let Some(num_embeddings) = num_embeddings { r.range("num_embeddings", num_embeddings as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_embeddings = num_embeddings.ok_or_else(|| r.missing("num_embeddings", "int"))?;
+            let embedding_dim = r.int("embedding_dim")?;
+            if let Some(embedding_dim) = embedding_dim { r.range("embedding_dim", embedding_dim as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let embedding_dim = embedding_dim.ok_or_else(|| r.missing("embedding_dim", "int"))?;
+            let padding_idx = r.int("padding_idx")?;
+            if let Some(padding_idx) = padding_idx { r.range("padding_idx", padding_idx as f64, Some((-65536.0, false)), Some((65536.0, false)), ">= -65536 and <= 65536")?; }
+            Ok(Embedding { num_embeddings, embedding_dim, padding_idx })
+        }
+    }
+
+    /// `Dropout`: the attributes of a `Dropout` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Dropout {
+        /// the probability of zeroing an element (burn: required, the port writes torch's 0.5) (None: omitted, each framework's own default)
+        pub p: Option<f64>,
+    }
+
+    impl Dropout {
+        pub const KEYS: &'static [&'static str] = &["p"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let p = r.float("p")?;
+            if let Some(p) = p { r.range("p", p, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            Ok(Dropout { p })
+        }
+    }
+
+    /// `MultiheadAttention`: the attributes of a `MultiheadAttention` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MultiheadAttention {
+        /// the model's width
+        pub embed_dim: i64,
+        /// heads (must divide embed_dim)
+        pub num_heads: i64,
+        /// dropout of the attention weights in training (None: omitted, each framework's own default)
+        pub dropout: Option<f64>,
+        /// biases of the projections (None: omitted, each framework's own default)
+        pub bias: Option<bool>,
+        /// inputs `[N, L, d]` rather than `[L, N, d]` (burn: always batch first) (None: omitted, each framework's own default)
+        pub batch_first: Option<bool>,
+    }
+
+    impl MultiheadAttention {
+        pub const KEYS: &'static [&'static str] = &["embed_dim", "num_heads", "dropout", "bias", "batch_first"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let embed_dim = r.int("embed_dim")?;
+            if let Some(embed_dim) = embed_dim { r.range("embed_dim", embed_dim as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let embed_dim = embed_dim.ok_or_else(|| r.missing("embed_dim", "int"))?;
+            let num_heads = r.int("num_heads")?;
+            if let Some(num_heads) = num_heads { r.range("num_heads", num_heads as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_heads = num_heads.ok_or_else(|| r.missing("num_heads", "int"))?;
+            let dropout = r.float("dropout")?;
+            if let Some(dropout) = dropout { r.range("dropout", dropout, Some((0.0, false)), Some((1.0, true)), ">= 0 and < 1")?; }
+            let bias = r.bool("bias")?;
+            let batch_first = r.bool("batch_first")?;
+            Ok(MultiheadAttention { embed_dim, num_heads, dropout, bias, batch_first })
+        }
+    }
+
 }
 
 /// A module declaration's attributes, by kind.
@@ -1160,6 +1744,14 @@ pub mod modules {
 pub enum ModuleAttrs {
     Linear(modules::Linear),
     Conv2d(modules::Conv2d),
+    Conv1d(modules::Conv1d),
+    BatchNorm1d(modules::BatchNorm1d),
+    BatchNorm2d(modules::BatchNorm2d),
+    LayerNorm(modules::LayerNorm),
+    GroupNorm(modules::GroupNorm),
+    Embedding(modules::Embedding),
+    Dropout(modules::Dropout),
+    MultiheadAttention(modules::MultiheadAttention),
 }
 
 impl ModuleAttrs {
@@ -1167,6 +1759,14 @@ impl ModuleAttrs {
         Ok(match kind {
             ModuleKind::Linear => ModuleAttrs::Linear(modules::Linear::read(r)?),
             ModuleKind::Conv2d => ModuleAttrs::Conv2d(modules::Conv2d::read(r)?),
+            ModuleKind::Conv1d => ModuleAttrs::Conv1d(modules::Conv1d::read(r)?),
+            ModuleKind::BatchNorm1d => ModuleAttrs::BatchNorm1d(modules::BatchNorm1d::read(r)?),
+            ModuleKind::BatchNorm2d => ModuleAttrs::BatchNorm2d(modules::BatchNorm2d::read(r)?),
+            ModuleKind::LayerNorm => ModuleAttrs::LayerNorm(modules::LayerNorm::read(r)?),
+            ModuleKind::GroupNorm => ModuleAttrs::GroupNorm(modules::GroupNorm::read(r)?),
+            ModuleKind::Embedding => ModuleAttrs::Embedding(modules::Embedding::read(r)?),
+            ModuleKind::Dropout => ModuleAttrs::Dropout(modules::Dropout::read(r)?),
+            ModuleKind::MultiheadAttention => ModuleAttrs::MultiheadAttention(modules::MultiheadAttention::read(r)?),
         })
     }
 
@@ -1174,6 +1774,14 @@ impl ModuleAttrs {
         match self {
             ModuleAttrs::Linear(_) => ModuleKind::Linear,
             ModuleAttrs::Conv2d(_) => ModuleKind::Conv2d,
+            ModuleAttrs::Conv1d(_) => ModuleKind::Conv1d,
+            ModuleAttrs::BatchNorm1d(_) => ModuleKind::BatchNorm1d,
+            ModuleAttrs::BatchNorm2d(_) => ModuleKind::BatchNorm2d,
+            ModuleAttrs::LayerNorm(_) => ModuleKind::LayerNorm,
+            ModuleAttrs::GroupNorm(_) => ModuleKind::GroupNorm,
+            ModuleAttrs::Embedding(_) => ModuleKind::Embedding,
+            ModuleAttrs::Dropout(_) => ModuleKind::Dropout,
+            ModuleAttrs::MultiheadAttention(_) => ModuleKind::MultiheadAttention,
         }
     }
 }

@@ -268,6 +268,9 @@ class ParamSpec:
     """A bool attribute that must be true for the module to have it (`bias`)."""
     torch_path: str | None = None
     """Its attribute path in the torch module when not `name` (`out_proj.weight`)."""
+    zero_row: str | None = None
+    """An int attribute naming a row (dim 0; negative counts from the end) that the init sets to
+    zero when the attribute is given: an Embedding's `padding_idx`, as torch's init does."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,9 @@ class ModuleSpec:
     that torch sees, positional ones in table order, the others by keyword (omitted when omitted)."""
     fan_in: Callable[[Mapping[str, AttrValue]], int] | None = None
     """For `fan_in` inits: the fan in from the attributes."""
+    constraint: Callable[[Mapping[str, AttrValue]], str | None] | None = None
+    """What the attributes must satisfy together, which a range cannot say (`groups` divides the
+    channels): None when they do, else what is wrong (the declaration is refused as bad input)."""
 
     @property
     def attr_names(self) -> tuple[str, ...]:

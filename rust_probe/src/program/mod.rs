@@ -109,7 +109,7 @@ impl ProgramModel {
                 _ => Dyn::R4(self.p4[index as usize].val()),
             }),
             ParamRef::Layer { index, tensor } => {
-                TensorValue::plain(layers::tensor(&self.layers[index as usize], tensor))
+                layers::tensor(&self.layers[index as usize], tensor)
             }
         }
     }
@@ -426,6 +426,15 @@ impl<'a> Machine<'a> {
 
     /// The gradient held for a tensor now.
     fn grad_of(&self, src: Src, t: &TensorValue) -> Option<TensorValue> {
+        if let Src::Param(ParamRef::Layer { index, tensor }) = src {
+            // A module's tensor may be made of several burn params (MultiheadAttention's in_proj).
+            let layer = &self.state.model.layers[index as usize];
+            return layers::grad(layer, tensor, |part, id| match &self.state.grads {
+                Held::None => None,
+                Held::Raw(grads) => tensor_grad(part, grads),
+                Held::Accumulated { params, .. } => param_grad(part, params, id),
+            });
+        }
         let g = match &self.state.grads {
             Held::None => None,
             Held::Raw(grads) => tensor_grad(&t.t, grads),
