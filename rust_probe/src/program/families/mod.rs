@@ -19,6 +19,8 @@ use crate::program::value::{Dyn, TensorValue, Value};
 use crate::program::ProgramModel;
 
 /// An argument of an operation: a value, or a module (a module call's first).
+// A value is a burn tensor inline, as `Value` (boxing it would allocate per argument).
+#[allow(clippy::large_enum_variant)]
 pub enum Operand {
     Value(Value),
     Module(ModuleRef),
