@@ -90,7 +90,11 @@ def held_grad(t: torch.Tensor) -> torch.Tensor | None:
 
 
 def _flat(t: torch.Tensor) -> list[float]:
-    values: list[float] = t.detach().reshape(-1).tolist()
+    """The values as numbers (a mask's as 0 and 1, as the probe records them)."""
+    flat = t.detach().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.int64)
+    values: list[float] = flat.tolist()
     return values
 
 

@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "d2749cd9d9d07805";
+pub const CONTRACT_DIGEST: &str = "f32d6aec8699d5cc";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -158,14 +158,38 @@ pub enum Op {
     AvgPool2d,
     AdaptiveAvgPool2d,
     Cat,
+    Stack,
+    Narrow,
+    IndexSelect,
+    Gather,
     Argmax,
+    MaxDim,
+    MinDim,
+    MeanDim,
+    Var,
+    Clamp,
+    Where,
+    MaskedFill,
+    Flatten,
+    Unsqueeze,
+    Squeeze,
+    Expand,
+    Gt,
+    Lt,
+    GtScalar,
+    LtScalar,
     CrossEntropy,
+    MseLoss,
+    HuberLoss,
+    SmoothL1Loss,
+    BinaryCrossEntropyWithLogits,
+    NllLoss,
     Train,
     Eval,
 }
 
 impl Op {
-    pub const ALL: [Op; 61] = [
+    pub const ALL: [Op; 85] = [
         Op::Detach,
         Op::WithoutAutodiff,
         Op::RequireGrad,
@@ -223,8 +247,32 @@ impl Op {
         Op::AvgPool2d,
         Op::AdaptiveAvgPool2d,
         Op::Cat,
+        Op::Stack,
+        Op::Narrow,
+        Op::IndexSelect,
+        Op::Gather,
         Op::Argmax,
+        Op::MaxDim,
+        Op::MinDim,
+        Op::MeanDim,
+        Op::Var,
+        Op::Clamp,
+        Op::Where,
+        Op::MaskedFill,
+        Op::Flatten,
+        Op::Unsqueeze,
+        Op::Squeeze,
+        Op::Expand,
+        Op::Gt,
+        Op::Lt,
+        Op::GtScalar,
+        Op::LtScalar,
         Op::CrossEntropy,
+        Op::MseLoss,
+        Op::HuberLoss,
+        Op::SmoothL1Loss,
+        Op::BinaryCrossEntropyWithLogits,
+        Op::NllLoss,
         Op::Train,
         Op::Eval,
     ];
@@ -289,8 +337,32 @@ impl Op {
             Op::AvgPool2d => "avg_pool2d",
             Op::AdaptiveAvgPool2d => "adaptive_avg_pool2d",
             Op::Cat => "cat",
+            Op::Stack => "stack",
+            Op::Narrow => "narrow",
+            Op::IndexSelect => "index_select",
+            Op::Gather => "gather",
             Op::Argmax => "argmax",
+            Op::MaxDim => "max_dim",
+            Op::MinDim => "min_dim",
+            Op::MeanDim => "mean_dim",
+            Op::Var => "var",
+            Op::Clamp => "clamp",
+            Op::Where => "where",
+            Op::MaskedFill => "masked_fill",
+            Op::Flatten => "flatten",
+            Op::Unsqueeze => "unsqueeze",
+            Op::Squeeze => "squeeze",
+            Op::Expand => "expand",
+            Op::Gt => "gt",
+            Op::Lt => "lt",
+            Op::GtScalar => "gt_scalar",
+            Op::LtScalar => "lt_scalar",
             Op::CrossEntropy => "cross_entropy",
+            Op::MseLoss => "mse_loss",
+            Op::HuberLoss => "huber_loss",
+            Op::SmoothL1Loss => "smooth_l1_loss",
+            Op::BinaryCrossEntropyWithLogits => "binary_cross_entropy_with_logits",
+            Op::NllLoss => "nll_loss",
             Op::Train => "train",
             Op::Eval => "eval",
         }
@@ -355,8 +427,32 @@ impl Op {
             "avg_pool2d" => Some(Op::AvgPool2d),
             "adaptive_avg_pool2d" => Some(Op::AdaptiveAvgPool2d),
             "cat" => Some(Op::Cat),
+            "stack" => Some(Op::Stack),
+            "narrow" => Some(Op::Narrow),
+            "index_select" => Some(Op::IndexSelect),
+            "gather" => Some(Op::Gather),
             "argmax" => Some(Op::Argmax),
+            "max_dim" => Some(Op::MaxDim),
+            "min_dim" => Some(Op::MinDim),
+            "mean_dim" => Some(Op::MeanDim),
+            "var" => Some(Op::Var),
+            "clamp" => Some(Op::Clamp),
+            "where" => Some(Op::Where),
+            "masked_fill" => Some(Op::MaskedFill),
+            "flatten" => Some(Op::Flatten),
+            "unsqueeze" => Some(Op::Unsqueeze),
+            "squeeze" => Some(Op::Squeeze),
+            "expand" => Some(Op::Expand),
+            "gt" => Some(Op::Gt),
+            "lt" => Some(Op::Lt),
+            "gt_scalar" => Some(Op::GtScalar),
+            "lt_scalar" => Some(Op::LtScalar),
             "cross_entropy" => Some(Op::CrossEntropy),
+            "mse_loss" => Some(Op::MseLoss),
+            "huber_loss" => Some(Op::HuberLoss),
+            "smooth_l1_loss" => Some(Op::SmoothL1Loss),
+            "binary_cross_entropy_with_logits" => Some(Op::BinaryCrossEntropyWithLogits),
+            "nll_loss" => Some(Op::NllLoss),
             "train" => Some(Op::Train),
             "eval" => Some(Op::Eval),
             _ => None,
@@ -365,7 +461,7 @@ impl Op {
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, argmax, cross_entropy, train, eval".to_owned()
+        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval".to_owned()
     }
 }
 
@@ -430,8 +526,32 @@ impl Op {
             Op::AvgPool2d => &[ArgKind::Tensor],
             Op::AdaptiveAvgPool2d => &[ArgKind::Tensor],
             Op::Cat => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Stack => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Narrow => &[ArgKind::Tensor],
+            Op::IndexSelect => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Gather => &[ArgKind::Tensor, ArgKind::Tensor],
             Op::Argmax => &[ArgKind::Tensor],
+            Op::MaxDim => &[ArgKind::Tensor],
+            Op::MinDim => &[ArgKind::Tensor],
+            Op::MeanDim => &[ArgKind::Tensor],
+            Op::Var => &[ArgKind::Tensor],
+            Op::Clamp => &[ArgKind::Tensor],
+            Op::Where => &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
+            Op::MaskedFill => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Flatten => &[ArgKind::Tensor],
+            Op::Unsqueeze => &[ArgKind::Tensor],
+            Op::Squeeze => &[ArgKind::Tensor],
+            Op::Expand => &[ArgKind::Tensor],
+            Op::Gt => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Lt => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::GtScalar => &[ArgKind::Tensor],
+            Op::LtScalar => &[ArgKind::Tensor],
             Op::CrossEntropy => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::MseLoss => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::HuberLoss => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::SmoothL1Loss => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::BinaryCrossEntropyWithLogits => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::NllLoss => &[ArgKind::Tensor, ArgKind::Tensor],
             Op::Train => &[],
             Op::Eval => &[],
         }
@@ -496,8 +616,32 @@ impl Op {
             Op::AvgPool2d => ResultKind::Tensor,
             Op::AdaptiveAvgPool2d => ResultKind::Tensor,
             Op::Cat => ResultKind::Tensor,
+            Op::Stack => ResultKind::Tensor,
+            Op::Narrow => ResultKind::Tensor,
+            Op::IndexSelect => ResultKind::Tensor,
+            Op::Gather => ResultKind::Tensor,
             Op::Argmax => ResultKind::Tensor,
+            Op::MaxDim => ResultKind::Tensor,
+            Op::MinDim => ResultKind::Tensor,
+            Op::MeanDim => ResultKind::Tensor,
+            Op::Var => ResultKind::Tensor,
+            Op::Clamp => ResultKind::Tensor,
+            Op::Where => ResultKind::Tensor,
+            Op::MaskedFill => ResultKind::Tensor,
+            Op::Flatten => ResultKind::Tensor,
+            Op::Unsqueeze => ResultKind::Tensor,
+            Op::Squeeze => ResultKind::Tensor,
+            Op::Expand => ResultKind::Tensor,
+            Op::Gt => ResultKind::Tensor,
+            Op::Lt => ResultKind::Tensor,
+            Op::GtScalar => ResultKind::Tensor,
+            Op::LtScalar => ResultKind::Tensor,
             Op::CrossEntropy => ResultKind::Tensor,
+            Op::MseLoss => ResultKind::Tensor,
+            Op::HuberLoss => ResultKind::Tensor,
+            Op::SmoothL1Loss => ResultKind::Tensor,
+            Op::BinaryCrossEntropyWithLogits => ResultKind::Tensor,
+            Op::NllLoss => ResultKind::Tensor,
             Op::Train => ResultKind::Nothing,
             Op::Eval => ResultKind::Nothing,
         }
@@ -563,8 +707,32 @@ impl Op {
             Op::AvgPool2d => &["kernel_size", "stride", "padding", "count_include_pad"],
             Op::AdaptiveAvgPool2d => &["output_size"],
             Op::Cat => &["dim"],
+            Op::Stack => &["dim"],
+            Op::Narrow => &["dim", "start", "length"],
+            Op::IndexSelect => &["dim"],
+            Op::Gather => &["dim"],
             Op::Argmax => &["dim", "keepdim"],
+            Op::MaxDim => &["dim", "keepdim"],
+            Op::MinDim => &["dim", "keepdim"],
+            Op::MeanDim => &["dim", "keepdim"],
+            Op::Var => &["dim", "unbiased", "correction", "keepdim"],
+            Op::Clamp => &["min", "max"],
+            Op::Where => &[],
+            Op::MaskedFill => &["value"],
+            Op::Flatten => &["start_dim", "end_dim"],
+            Op::Unsqueeze => &["dim"],
+            Op::Squeeze => &["dim"],
+            Op::Expand => &["sizes"],
+            Op::Gt => &[],
+            Op::Lt => &[],
+            Op::GtScalar => &["scalar"],
+            Op::LtScalar => &["scalar"],
             Op::CrossEntropy => &["label_smoothing", "reduction"],
+            Op::MseLoss => &["reduction"],
+            Op::HuberLoss => &["reduction", "delta"],
+            Op::SmoothL1Loss => &["reduction", "beta"],
+            Op::BinaryCrossEntropyWithLogits => &["reduction"],
+            Op::NllLoss => &["reduction"],
             Op::Train => &[],
             Op::Eval => &[],
         }
@@ -591,8 +759,32 @@ impl Op {
             Op::AvgPool2d => Some(Family::Layers),
             Op::AdaptiveAvgPool2d => Some(Family::Layers),
             Op::Cat => Some(Family::Tensors),
+            Op::Stack => Some(Family::Tensors),
+            Op::Narrow => Some(Family::Tensors),
+            Op::IndexSelect => Some(Family::Tensors),
+            Op::Gather => Some(Family::Tensors),
             Op::Argmax => Some(Family::Tensors),
+            Op::MaxDim => Some(Family::Tensors),
+            Op::MinDim => Some(Family::Tensors),
+            Op::MeanDim => Some(Family::Tensors),
+            Op::Var => Some(Family::Tensors),
+            Op::Clamp => Some(Family::Tensors),
+            Op::Where => Some(Family::Tensors),
+            Op::MaskedFill => Some(Family::Tensors),
+            Op::Flatten => Some(Family::Tensors),
+            Op::Unsqueeze => Some(Family::Tensors),
+            Op::Squeeze => Some(Family::Tensors),
+            Op::Expand => Some(Family::Tensors),
+            Op::Gt => Some(Family::Tensors),
+            Op::Lt => Some(Family::Tensors),
+            Op::GtScalar => Some(Family::Tensors),
+            Op::LtScalar => Some(Family::Tensors),
             Op::CrossEntropy => Some(Family::Losses),
+            Op::MseLoss => Some(Family::Losses),
+            Op::HuberLoss => Some(Family::Losses),
+            Op::SmoothL1Loss => Some(Family::Losses),
+            Op::BinaryCrossEntropyWithLogits => Some(Family::Losses),
+            Op::NllLoss => Some(Family::Losses),
             _ => None,
         }
     }
@@ -602,6 +794,7 @@ impl Op {
         match self {
             Op::MultiheadAttention => 5,
             Op::Cat => 4,
+            Op::Stack => 4,
             op => op.args().len(),
         }
     }
@@ -1191,6 +1384,96 @@ pub mod attrs {
         }
     }
 
+    /// `stack`: joins 2 to 4 tensors of one shape along a new dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Stack {
+        /// the new dimension's position in the result
+        pub dim: i64,
+    }
+
+    impl Stack {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.unwrap_or(0);
+            Ok(Stack { dim })
+        }
+    }
+
+    /// `narrow`: the `length` entries from `start` along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Narrow {
+        /// the dimension
+        pub dim: i64,
+        /// the first
+        pub start: i64,
+        /// how many
+        pub length: i64,
+    }
+
+    impl Narrow {
+        pub const KEYS: &'static [&'static str] = &["dim", "start", "length"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let start = r.int("start")?;
+            if let Some(start) = start { r.range("start", start as f64, Some((-65536.0, false)), Some((65536.0, false)), ">= -65536 and <= 65536")?; }
+            let start = start.ok_or_else(|| r.missing("start", "int"))?;
+            let length = r.int("length")?;
+            if let Some(length) = length { r.range("length", length as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let length = length.ok_or_else(|| r.missing("length", "int"))?;
+            Ok(Narrow { dim, start, length })
+        }
+    }
+
+    /// `index_select`: the entries at `indices` along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct IndexSelect {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl IndexSelect {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(IndexSelect { dim })
+        }
+    }
+
+    /// `gather`: `out[i][j] = T[i][indices[i][j]]` (dim 1), by the indices' shape
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Gather {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Gather {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Gather { dim })
+        }
+    }
+
     /// `argmax`: the index of the largest value along a dim (an int tensor)
     #[derive(Clone, Debug, PartialEq)]
     pub struct Argmax {
@@ -1212,6 +1495,271 @@ pub mod attrs {
             let keepdim = r.bool("keepdim")?;
             let keepdim = keepdim.unwrap_or(false);
             Ok(Argmax { dim, keepdim })
+        }
+    }
+
+    /// `max_dim`: the largest value along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MaxDim {
+        /// the dimension
+        pub dim: i64,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl MaxDim {
+        pub const KEYS: &'static [&'static str] = &["dim", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(MaxDim { dim, keepdim })
+        }
+    }
+
+    /// `min_dim`: the smallest value along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MinDim {
+        /// the dimension
+        pub dim: i64,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl MinDim {
+        pub const KEYS: &'static [&'static str] = &["dim", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(MinDim { dim, keepdim })
+        }
+    }
+
+    /// `mean_dim`: the mean along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MeanDim {
+        /// the dimension
+        pub dim: i64,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl MeanDim {
+        pub const KEYS: &'static [&'static str] = &["dim", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(MeanDim { dim, keepdim })
+        }
+    }
+
+    /// `var`: the variance along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Var {
+        /// the dimension
+        pub dim: i64,
+        /// divide by n - 1 (Bessel's correction); burn has no such argument: `var` is unbiased, `var_bias` is not, and a port of torch's `var(t, dim)` calls `var` (None: omitted, each framework's own default)
+        pub unbiased: Option<bool>,
+        /// divide by n - correction (torch takes any number; burn has `var` for 1 and `var_bias` for 0) (None: omitted, each framework's own default)
+        pub correction: Option<i64>,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl Var {
+        pub const KEYS: &'static [&'static str] = &["dim", "unbiased", "correction", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let unbiased = r.bool("unbiased")?;
+            let correction = r.int("correction")?;
+            if let Some(correction) = correction { r.range("correction", correction as f64, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(Var { dim, unbiased, correction, keepdim })
+        }
+    }
+
+    /// `clamp`: limits the values to [min, max]
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Clamp {
+        /// the lower bound (omitted: none, on both sides) (None: omitted, each framework's own default)
+        pub min: Option<f64>,
+        /// the upper bound (omitted: none, on both sides) (None: omitted, each framework's own default)
+        pub max: Option<f64>,
+    }
+
+    impl Clamp {
+        pub const KEYS: &'static [&'static str] = &["min", "max"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let min = r.float("min")?;
+            let max = r.float("max")?;
+            Ok(Clamp { min, max })
+        }
+    }
+
+    /// `masked_fill`: `value` where the mask is true
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MaskedFill {
+        /// the fill value
+        pub value: f64,
+    }
+
+    impl MaskedFill {
+        pub const KEYS: &'static [&'static str] = &["value"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let value = r.float("value")?;
+            let value = value.ok_or_else(|| r.missing("value", "float"))?;
+            Ok(MaskedFill { value })
+        }
+    }
+
+    /// `flatten`: merges the dims `start_dim` to `end_dim` into one
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Flatten {
+        /// the first dim merged
+        pub start_dim: i64,
+        /// the last dim merged
+        pub end_dim: i64,
+    }
+
+    impl Flatten {
+        pub const KEYS: &'static [&'static str] = &["start_dim", "end_dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let start_dim = r.int("start_dim")?;
+            if let Some(start_dim) = start_dim { r.range("start_dim", start_dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let start_dim = start_dim.unwrap_or(0);
+            let end_dim = r.int("end_dim")?;
+            if let Some(end_dim) = end_dim { r.range("end_dim", end_dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let end_dim = end_dim.unwrap_or(-1);
+            Ok(Flatten { start_dim, end_dim })
+        }
+    }
+
+    /// `unsqueeze`: inserts a dim of size 1
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Unsqueeze {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Unsqueeze {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Unsqueeze { dim })
+        }
+    }
+
+    /// `squeeze`: removes a dim of size 1
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Squeeze {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Squeeze {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Squeeze { dim })
+        }
+    }
+
+    /// `expand`: broadcasts size-1 dims to a larger size, without copying
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Expand {
+        /// the new shape, rank 1 to 4; -1 keeps a dim
+        pub sizes: Vec<i64>,
+    }
+
+    impl Expand {
+        pub const KEYS: &'static [&'static str] = &["sizes"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let sizes = r.int_list("sizes")?;
+            let sizes = sizes.ok_or_else(|| r.missing("sizes", "int_list"))?;
+            Ok(Expand { sizes })
+        }
+    }
+
+    /// `gt_scalar`: elementwise `T > s` against a number: a bool mask
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GtScalar {
+        /// the number
+        pub scalar: f64,
+    }
+
+    impl GtScalar {
+        pub const KEYS: &'static [&'static str] = &["scalar"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let scalar = r.float("scalar")?;
+            let scalar = scalar.ok_or_else(|| r.missing("scalar", "float"))?;
+            Ok(GtScalar { scalar })
+        }
+    }
+
+    /// `lt_scalar`: elementwise `T < s` against a number: a bool mask
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LtScalar {
+        /// the number
+        pub scalar: f64,
+    }
+
+    impl LtScalar {
+        pub const KEYS: &'static [&'static str] = &["scalar"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let scalar = r.float("scalar")?;
+            let scalar = scalar.ok_or_else(|| r.missing("scalar", "float"))?;
+            Ok(LtScalar { scalar })
         }
     }
 
@@ -1246,6 +1794,122 @@ pub mod attrs {
         }
     }
 
+    /// `mse_loss`: the squared error of two tensors of one shape
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MseLoss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+    }
+
+    impl MseLoss {
+        pub const KEYS: &'static [&'static str] = &["reduction"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            Ok(MseLoss { reduction })
+        }
+    }
+
+    /// `huber_loss`: quadratic below `delta`, linear above it
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HuberLoss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+        /// where the loss turns linear (torch's default 1.0; burn: required, no default)
+        pub delta: f64,
+    }
+
+    impl HuberLoss {
+        pub const KEYS: &'static [&'static str] = &["reduction", "delta"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            let delta = r.float("delta")?;
+            if let Some(delta) = delta { r.range("delta", delta, Some((0.0, true)), None, "> 0")?; }
+            let delta = delta.unwrap_or(1.0);
+            Ok(HuberLoss { reduction, delta })
+        }
+    }
+
+    /// `smooth_l1_loss`: Huber divided by `beta`: quadratic below `beta`, `|x - y| - beta / 2` above
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SmoothL1Loss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+        /// where the loss turns linear (None: omitted, each framework's own default)
+        pub beta: Option<f64>,
+    }
+
+    impl SmoothL1Loss {
+        pub const KEYS: &'static [&'static str] = &["reduction", "beta"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            let beta = r.float("beta")?;
+            if let Some(beta) = beta { r.range("beta", beta, Some((0.0, false)), None, ">= 0")?; }
+            Ok(SmoothL1Loss { reduction, beta })
+        }
+    }
+
+    /// `binary_cross_entropy_with_logits`: binary cross-entropy of logits against targets of the same shape
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BinaryCrossEntropyWithLogits {
+        /// (None: omitted, each framework's own default)
+        pub reduction: Option<Reduction>,
+    }
+
+    impl BinaryCrossEntropyWithLogits {
+        pub const KEYS: &'static [&'static str] = &["reduction"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            Ok(BinaryCrossEntropyWithLogits { reduction })
+        }
+
+        /// Why burn 0.22.1 cannot run these attributes' values; None: it can.
+        pub fn burn_unsupported(&self) -> Option<&'static str> {
+            if self.reduction == Some(Reduction::Sum) || self.reduction == Some(Reduction::None) {
+                return Some("burn 0.22.1's loss module returns the mean; a port sums or keeps the losses itself");
+            }
+            None
+        }
+    }
+
+    /// `nll_loss`: the negative log-probability of the target class, of `[N, C]` against class indices `[N]`
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NllLoss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+    }
+
+    impl NllLoss {
+        pub const KEYS: &'static [&'static str] = &["reduction"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            Ok(NllLoss { reduction })
+        }
+    }
+
 }
 
 /// The attributes of an operation a family implements, read by `OpAttrs::read`.
@@ -1260,8 +1924,29 @@ pub enum OpAttrs {
     AvgPool2d(attrs::AvgPool2d),
     AdaptiveAvgPool2d(attrs::AdaptiveAvgPool2d),
     Cat(attrs::Cat),
+    Stack(attrs::Stack),
+    Narrow(attrs::Narrow),
+    IndexSelect(attrs::IndexSelect),
+    Gather(attrs::Gather),
     Argmax(attrs::Argmax),
+    MaxDim(attrs::MaxDim),
+    MinDim(attrs::MinDim),
+    MeanDim(attrs::MeanDim),
+    Var(attrs::Var),
+    Clamp(attrs::Clamp),
+    MaskedFill(attrs::MaskedFill),
+    Flatten(attrs::Flatten),
+    Unsqueeze(attrs::Unsqueeze),
+    Squeeze(attrs::Squeeze),
+    Expand(attrs::Expand),
+    GtScalar(attrs::GtScalar),
+    LtScalar(attrs::LtScalar),
     CrossEntropy(attrs::CrossEntropy),
+    MseLoss(attrs::MseLoss),
+    HuberLoss(attrs::HuberLoss),
+    SmoothL1Loss(attrs::SmoothL1Loss),
+    BinaryCrossEntropyWithLogits(attrs::BinaryCrossEntropyWithLogits),
+    NllLoss(attrs::NllLoss),
 }
 
 impl OpAttrs {
@@ -1276,8 +1961,29 @@ impl OpAttrs {
             Op::AvgPool2d => OpAttrs::AvgPool2d(attrs::AvgPool2d::read(r)?),
             Op::AdaptiveAvgPool2d => OpAttrs::AdaptiveAvgPool2d(attrs::AdaptiveAvgPool2d::read(r)?),
             Op::Cat => OpAttrs::Cat(attrs::Cat::read(r)?),
+            Op::Stack => OpAttrs::Stack(attrs::Stack::read(r)?),
+            Op::Narrow => OpAttrs::Narrow(attrs::Narrow::read(r)?),
+            Op::IndexSelect => OpAttrs::IndexSelect(attrs::IndexSelect::read(r)?),
+            Op::Gather => OpAttrs::Gather(attrs::Gather::read(r)?),
             Op::Argmax => OpAttrs::Argmax(attrs::Argmax::read(r)?),
+            Op::MaxDim => OpAttrs::MaxDim(attrs::MaxDim::read(r)?),
+            Op::MinDim => OpAttrs::MinDim(attrs::MinDim::read(r)?),
+            Op::MeanDim => OpAttrs::MeanDim(attrs::MeanDim::read(r)?),
+            Op::Var => OpAttrs::Var(attrs::Var::read(r)?),
+            Op::Clamp => OpAttrs::Clamp(attrs::Clamp::read(r)?),
+            Op::MaskedFill => OpAttrs::MaskedFill(attrs::MaskedFill::read(r)?),
+            Op::Flatten => OpAttrs::Flatten(attrs::Flatten::read(r)?),
+            Op::Unsqueeze => OpAttrs::Unsqueeze(attrs::Unsqueeze::read(r)?),
+            Op::Squeeze => OpAttrs::Squeeze(attrs::Squeeze::read(r)?),
+            Op::Expand => OpAttrs::Expand(attrs::Expand::read(r)?),
+            Op::GtScalar => OpAttrs::GtScalar(attrs::GtScalar::read(r)?),
+            Op::LtScalar => OpAttrs::LtScalar(attrs::LtScalar::read(r)?),
             Op::CrossEntropy => OpAttrs::CrossEntropy(attrs::CrossEntropy::read(r)?),
+            Op::MseLoss => OpAttrs::MseLoss(attrs::MseLoss::read(r)?),
+            Op::HuberLoss => OpAttrs::HuberLoss(attrs::HuberLoss::read(r)?),
+            Op::SmoothL1Loss => OpAttrs::SmoothL1Loss(attrs::SmoothL1Loss::read(r)?),
+            Op::BinaryCrossEntropyWithLogits => OpAttrs::BinaryCrossEntropyWithLogits(attrs::BinaryCrossEntropyWithLogits::read(r)?),
+            Op::NllLoss => OpAttrs::NllLoss(attrs::NllLoss::read(r)?),
             _ => {
                 r.only(op.attr_keys())?;
                 OpAttrs::None
@@ -1289,6 +1995,7 @@ impl OpAttrs {
     pub fn burn_unsupported(&self) -> Option<&'static str> {
         match self {
             OpAttrs::CrossEntropy(a) => a.burn_unsupported(),
+            OpAttrs::BinaryCrossEntropyWithLogits(a) => a.burn_unsupported(),
             _ => None,
         }
     }
