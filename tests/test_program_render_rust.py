@@ -1,13 +1,15 @@
 """Programs rendered as standalone Rust against burn 0.22.1 (`runner.program.rust`).
 
-The fast tests read the rendered text. The cargo test renders a sample of programs (every op
-family, the Linear layouts, optimizer loops, the p10 EMA loop at small size, panics and errors)
-into one cargo workspace, builds it once against the shared target directory, runs every
-reproducer and holds what it prints to what the burn interpreter (`_probe.run_program`)
-returns for the same IR."""
+The fast tests read the rendered text, and hold every operation of the table to have a
+rendering or a clean refusal. The cargo test renders a sample of programs (every op family, the
+Linear layouts, optimizer loops, the p10 EMA loop at small size, panics and errors, and the
+families' operations and module kinds: `FAMILY_SAMPLE`) into one cargo workspace, builds it once
+against the shared target directory, runs every reproducer and holds what it prints to what the
+burn interpreter (`_probe.run_program`) returns for the same IR."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import re
@@ -20,9 +22,11 @@ import pytest
 
 from runner import _probe
 from runner.cases import load_case
+from runner.contract.ops import OPS
 from runner.paths import CASES_DIR, PROJECT_ROOT, cache_dir, target_dir
 from runner.program.data import materialize
 from runner.program.ir import Program, Settings
+from runner.program.rust import families
 from runner.program.rust.crate import BURN_DEPENDENCY, render, write_reproducer, write_workspace
 from runner.program.rust.output import ReproducerRun, read_run
 from runner.program.rust.source import sketch
@@ -235,6 +239,216 @@ for i in range(1):
 }
 
 
+# The families' operations and module kinds (`runner/program/rust/families/`): name -> (source,
+# settings); a program per operation at least (the `ops` test below holds that), built and run with
+# the others.
+FAMILY_SAMPLE: dict[str, tuple[str, Settings | None]] = {
+    "conv2d": (
+        """\
+conv = Conv2d(2, 4, 3, padding=1)
+c2 = Conv2d(4, 4, 3, stride=2, dilation=2, groups=2, bias=False)
+x = input(2, 2, 9, 9)
+opt = sgd(lr=0.1, momentum=0.9)
+for i in range(3):
+    y = c2(conv(x))
+    loss = mean(y * y)
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    observe(loss)
+observe(conv.weight)
+observe(c2.weight)
+freeze(conv.bias)
+add_scalar_(c2.weight, 0.5)
+y2 = c2(conv(x))
+backward(sum(y2))
+g = grad(conv.weight)
+observe(g)
+observe(conv.bias)
+observe(y2)
+""",
+        Settings(checkpoints=[1, 3], track="loss"),
+    ),
+    "gelu": (
+        """\
+lin = Linear(3, 4)
+a = param(3, 4)
+y = gelu(a * 3.0)
+t = gelu(a * 3.0, approximate="tanh")
+n = gelu(a, approximate="none")
+w = gelu(lin.weight)
+backward(sum(y) + sum(t * t) + sum(n) + sum(w))
+observe(y)
+observe(t)
+observe(w)
+observe(a)
+observe(lin.weight)
+""",
+        None,
+    ),
+    "cat": (
+        """\
+lin = Linear(2, 3)
+a = param(2, 3)
+b = param(1, 3)
+c = cat(a, b, transpose(lin.weight), dim=0)
+d = cat(a, a, dim=-1)
+backward(sum(c * c) + sum(d))
+observe(c)
+observe(d)
+observe(a)
+observe(b)
+observe(lin.weight)
+""",
+        None,
+    ),
+    "argmax": (
+        """\
+v = input(5)
+x = input(4, 5)
+z = input(2, 3, 4)
+big = input(70, dtype="int", high=9)
+mask = input(4, 4, dtype="bool", init="triu")
+wide = input(9, 9, dtype="bool")
+w = param(4, 5)
+i = argmax(v, 0)
+j = argmax(x, -1, keepdim=True)
+k = argmax(z, 1)
+for step in range(3):
+    m = argmax(x * w, 0)
+    observe(m)
+observe(i)
+observe(j)
+observe(k)
+observe(big)
+observe(mask)
+observe(wide, values=False)
+""",
+        Settings(checkpoints=[2, 3]),
+    ),
+    "cross_entropy": (
+        """\
+lin = Linear(6, 4)
+h = input(5, 6)
+t = input(5, dtype="int", high=4)
+opt = adam(lr=0.05)
+for i in range(2):
+    plain = cross_entropy(lin(h), t)
+    smooth = cross_entropy(lin(h), t, label_smoothing=0.2, reduction="mean")
+    zero_grad(opt)
+    backward(plain + smooth)
+    step(opt)
+observe(plain)
+observe(smooth)
+observe(lin.weight)
+observe(t)
+""",
+        None,
+    ),
+    "train-eval": (
+        """\
+conv = Conv2d(1, 2, 3)
+lin = Linear(4, 2)
+x = input(1, 1, 4, 4)
+h = input(3, 4)
+opt = sgd(lr=0.1)
+eval()
+y0 = conv(x)
+observe(y0)
+train()
+for i in range(3):
+    y = conv(x)
+    loss = mean(y * y) + mean(lin(h))
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    eval()
+    z = conv(x)
+    observe(z)
+    train()
+eval()
+eval()
+for i in range(2):
+    e = conv(x)
+    observe(e)
+observe(lin(h))
+train()
+train()
+observe(conv(x))
+observe(conv.weight)
+""",
+        Settings(checkpoints=[1, 3]),
+    ),
+    "mode-changes-in-a-loop": (
+        """\
+conv = Conv2d(1, 1, 2, bias=False)
+x = input(1, 1, 3, 3)
+for i in range(4):
+    y = conv(x)
+    observe(y)
+    add_scalar_(conv.weight, 0.25)
+    eval()
+observe(conv(x))
+""",
+        Settings(checkpoints=[1, 2, 4]),
+    ),
+    "int-value-carried-and-tracked": (
+        """\
+x = input(3, 4)
+w = param(3, 4)
+lin = Linear(4, 4)
+opt = sgd(lr=0.1)
+for i in range(3):
+    m = argmax(x * w, 1)
+    loss = cross_entropy(lin(x * w), m)
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+observe(m)
+observe(w)
+""",
+        Settings(checkpoints=[1, 3], track="m"),
+    ),
+    "conv-gradients-accumulated": (
+        """\
+conv = Conv2d(1, 2, 2)
+x = input(2, 1, 3, 3)
+opt = adam(lr=0.01)
+for i in range(2):
+    y = conv(x)
+    backward(mean(y * y), accumulate=True)
+    observe(conv.bias)
+observe(conv.weight, "grad summed")
+step(opt)
+observe(conv.weight)
+t = detach(conv.weight)
+observe(gelu(t))
+""",
+        Settings(checkpoints=[1, 2], track="conv.weight"),
+    ),
+    "backward-in-eval-mode-panics": (
+        """\
+conv = Conv2d(1, 1, 2, bias=False)
+x = input(1, 1, 3, 3)
+opt = sgd(lr=0.5)
+for i in range(4):
+    y = conv(x)
+    observe(y)
+    backward(sum(y))
+    step(opt)
+    eval()
+observe(conv(x))
+""",
+        Settings(checkpoints=[1, 2]),
+    ),
+}
+
+
+def family_program(name: str) -> Program:
+    source, settings = FAMILY_SAMPLE[name]
+    return program(source, settings)
+
+
 FOUND = sorted(p.parent.parent.name for p in CASES_DIR.glob("found/*/rust/Cargo.toml"))[:4]
 """Reproducers the fuzzer wrote (`cases/found/NAME/rust/`): a sample is built with the others."""
 
@@ -393,6 +607,174 @@ def test_every_operation_the_probe_lacks_is_refused_by_the_renderer():
             render(program(source))
 
 
+# ---- the families' operations (runner/program/rust/families/) ----------------------------------
+
+
+def _sources_by_op() -> dict[str, list[str]]:
+    """Every program of the agreement tests (`test_program_both`, `test_agree_FAMILY`) and of
+    `FAMILY_SAMPLE`, by the operations it uses."""
+    sources: list[str] = list(importlib.import_module("test_program_both").PROGRAMS.values())
+    for path in sorted(Path(__file__).parent.glob("test_agree_*.py")):
+        for listed in importlib.import_module(path.stem).PROGRAMS.values():
+            sources += listed
+    sources += [source for source, _ in FAMILY_SAMPLE.values()]
+    by_op: dict[str, list[str]] = {}
+    for source in sources:
+        for op in {st.op for st in program(source).statements()}:
+            by_op.setdefault(op, []).append(source)
+    return by_op
+
+
+@pytest.fixture(scope="module")
+def sources_by_op() -> dict[str, list[str]]:
+    return _sources_by_op()
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_every_operation_renders_or_is_refused_by_name(op, sources_by_op):
+    """Each operation's programs render, or `render` refuses them with a `ValueError` naming it
+    (burn lacks it, or the interpreter stops there). An operation without a rendering yet is an
+    expected failure naming it (add it in runner/program/rust/families/); never a KeyError or
+    another exception, and never broken Rust (the cargo tests build the rendered ones)."""
+    sources = sources_by_op.get(op)
+    assert sources, f"no program of the agreement tests uses `{op}`"
+    missing: list[str] = []
+    for source in sources:
+        p = program(source)
+        try:
+            files = render(p)
+        except ValueError as err:
+            message = str(err)
+            if "the Rust reproducer has no rendering of" in message:
+                missing.append(message)
+                continue
+            # refused by name: this operation or another of the program (one burn lacks)
+            named = {st.op for st in p.statements()}
+            assert any(f"`{o}`" in message or f"`{o}(" in message for o in named), message
+            continue
+        assert "fn main() {" in files["src/main.rs"]
+    if missing:
+        pytest.xfail("; ".join(sorted(set(missing))))
+
+
+def test_an_operation_or_module_kind_without_a_rendering_is_refused_by_name(monkeypatch):
+    gelu = program("a = param(2, 3)\ny = gelu(a)\nobserve(y)\n")
+    monkeypatch.delitem(families.OPS, "gelu")
+    with pytest.raises(
+        ValueError, match=re.escape("no rendering of `gelu` yet (runner/program/rust/families/layers.py)")
+    ):
+        render(gelu)
+    assert sketch(gelu) is None
+    conv = program("conv = Conv2d(1, 2, 3)\nx = input(1, 1, 4, 4)\ny = conv(x)\nobserve(y)\n")
+    monkeypatch.delitem(families.MODULES, "conv2d")
+    with pytest.raises(
+        ValueError,
+        match=re.escape("module `conv`: the Rust reproducer has no rendering of the module kind `conv2d` (Conv2d)"),
+    ):
+        render(conv)
+
+
+def test_a_module_kind_is_built_from_its_config_with_only_the_attributes_given():
+    main = render(family_program("conv2d"))["src/main.rs"]
+    for line in [
+        "    conv: Conv2d,",
+        "        conv: {  // conv = Conv2d(2, 4, 3, padding=1): built from its config, then the program's data",
+        "            let mut conv = Conv2dConfig::new([2, 4], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1)).init(&device);",
+        "            let mut c2 = Conv2dConfig::new([4, 4], [3, 3]).with_stride([2, 2]).with_dilation([2, 2]).with_groups(2)"
+        ".with_bias(false).init(&device);",
+        "            conv.bias = Some(Param::from_tensor(Tensor::<1>::from_floats(",
+        "            conv\n        },",
+        "use burn::nn::conv::{Conv2d, Conv2dConfig};",
+        "model.conv.bias = model.conv.bias.map(|b| b.set_require_grad(false));  // [12] line 14",
+        "model.c2.weight = model.c2.weight.map(|t| t.add_scalar(0.5));  // [13] line 15",
+        "let g = model.conv.weight.grad(&grads).expect(",
+    ]:
+        assert line in main, line
+    assert "c2.bias" not in main  # bias=False: burn's config makes none, nothing is loaded
+
+
+def test_family_operations_follow_the_interpreter_spelling():
+    gelu = render(family_program("gelu"))["src/main.rs"]
+    assert "let y = activation::gelu(_t1);" in gelu
+    assert "let t = activation::gelu_approximate(_t2);" in gelu
+    assert "let n = activation::gelu(model.a.val());" in gelu  # approximate="none": the exact form
+    assert "let w = activation::gelu(model.lin.weight.val().transpose());" in gelu  # in torch's layout
+    cat = render(family_program("cat"))["src/main.rs"]
+    assert "Tensor::cat(vec![model.a.val(), model.b.val(), _t1], 0)" in cat
+    assert "Tensor::cat(vec![model.a.val(), model.a.val()], 1)" in cat  # dim=-1 of a rank 2
+    argmax = render(family_program("argmax"))["src/main.rs"]
+    for line in [
+        "let i = v.argmax(0);",  # a rank-1 result keeps its dim, as the interpreter's
+        "let j = x.clone().argmax(1);",  # keepdim
+        "let k = z.argmax(1).squeeze_dim::<2>(1);",
+        "let big = Tensor::<1, Int>::from_data(TensorData::new(data::BIG.to_vec(), [70]), &device);",
+        "let mask = Tensor::<2, Bool>::from_bool([[false, true, true, true], [false, false, true, true], ",
+        'observe_int("m", "m", 6, Some(it), m, true);',
+        'observe_bool("wide", "wide", 12, None, wide, false);',
+        "use burn::tensor::{Bool, Device, Int, Tensor, TensorData};",
+    ]:
+        assert line in argmax, line
+    loss = render(family_program("cross_entropy"))["src/main.rs"]
+    assert "CrossEntropyLossConfig::new().init(&device).forward(_t1, t.clone());" in loss
+    assert "CrossEntropyLossConfig::new().with_smoothing(Some(0.2)).init(&device).forward(_t2, t.clone());" in loss
+
+
+def test_eval_takes_a_valid_snapshot_that_the_module_calls_use_until_train():
+    main = render(family_program("train-eval"))["src/main.rs"]
+    for line in [
+        "let mut eval_model = model.valid();  // [1] line 6: eval()",
+        "let y0 = eval_model.conv.forward(x.clone());  // [2] line 7",
+        "// [4] line 9: train(): the module calls use `model` again",
+        "let y = model.conv.forward(x.clone());  // [6] line 11",
+        "eval_model = model.valid();  // [15] line 16",  # in the loop: the variable declared before it
+        "let e = eval_model.conv.forward(x.clone());  // [22] line 23",
+        "let _t5 = model.lin.forward(h);  // [24] line 25",  # a Linear call uses the model (the interpreter's Kind::Linear)
+        "// [27] line 27: train(): already in training mode",
+    ]:
+        assert line in main, line
+    # a loop whose first iteration trains and the next ones evaluate: the first is written out
+    loop = render(family_program("mode-changes-in-a-loop"))["src/main.rs"]
+    assert "// iteration 1 of the loop at line 3, written out" in loop
+    assert "let y = eval_model.conv.forward(x.clone());  // [1] line 4" in loop
+    assert "for it in 2..=4 {" in loop
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        (
+            'a = input(2, dtype="int", high=3)\nb = input(2, dtype="int", high=3)\nc = cat(a, b)\n',
+            "joins float tensors only",
+        ),
+        ("a = param(2, 3)\nb = param(3)\nc = cat(a, b)\n", "cat: the tensors have different ranks"),
+        ("a = param(2, 3)\nc = argmax(a, 2)\n", "argmax: dim 2 is out of range for a rank-2 tensor"),
+        ("conv = Conv2d(1, 2, 3)\nx = input(1, 4, 4)\ny = conv(x)\n", "a Conv2d takes [N, C, H, W], got a rank-3"),
+        (
+            'a = param(3, 4)\nt = input(3, 2, dtype="int", high=4)\nl = cross_entropy(a, t)\n',
+            "takes class indices [N]",
+        ),
+        (
+            'a = param(3, 4)\nt = input(3, dtype="int", high=4)\nl = cross_entropy(a, t, reduction="sum")\n',
+            "has no `cross_entropy(reduction='sum')`",
+        ),
+    ],
+)
+def test_a_family_statement_the_interpreter_stops_at_is_refused(source, refused):
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        render(program(source))
+
+
+def test_the_sketch_shows_module_kinds_and_int_inputs():
+    text = sketch(family_program("cross_entropy"))
+    assert text is not None and "let t = Tensor::<1, Int>::random([5], Distribution::Uniform(0.0, " in text
+    text = sketch(family_program("conv2d"))
+    assert text is not None
+    assert (
+        "conv: Conv2dConfig::new([2, 4], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1)).init(&device),"
+        in text
+    )
+
+
 def test_the_sketch_is_the_code_without_data_or_printing():
     text = sketch(program(P10.format(loss="out ** 2"), P10_SETTINGS))
     assert text is not None
@@ -510,6 +892,7 @@ def built() -> dict[str, Any]:
     """Every sample program rendered into one workspace, built once, each run."""
     folder = cache_dir() / "repro-workspace"
     programs = {name: sample_program(name) for name in SAMPLE}
+    programs.update({f"family:{name}": family_program(name) for name in FAMILY_SAMPLE})
     members: dict[str, Program | Path] = dict(programs)
     for name in FOUND:
         programs[f"found:{name}"] = found_program(name)
@@ -547,6 +930,26 @@ def test_the_reproducers_build_without_warnings(built):
 def test_a_reproducer_prints_what_the_interpreter_observes(built, name):
     problems = agreement(built["programs"][name], built["runs"][name])
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+@pytest.mark.parametrize("name", list(FAMILY_SAMPLE))
+def test_a_family_operations_reproducer_prints_what_the_interpreter_observes(built, name):
+    problems = agreement(built["programs"][f"family:{name}"], built["runs"][f"family:{name}"])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+def test_the_eval_mode_reproducer_shows_an_untracked_module_call(built):
+    """In eval mode a module call runs on the `valid()` snapshot: its output is not tracked, and
+    a backward of it panics in burn (torch's eval() keeps the graph)."""
+    run = built["runs"]["family:backward-in-eval-mode-panics"]
+    assert run.panic is not None and "requires a tracked autodiff tensor" in run.panic["message"]
+    assert "burn-tensor-0.22.1/src/tensor/api/autodiff.rs" in run.panic["location"]
+    flags = [o["flags"]["tracked"] for o in built["runs"]["family:train-eval"].observations]
+    assert flags[0] is False and flags[-2] is True  # y0 (eval) untracked, conv(x) after train() tracked
 
 
 @pytest.mark.slow
