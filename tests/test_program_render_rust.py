@@ -243,6 +243,21 @@ for i in range(1):
 # settings); a program per operation at least (the `ops` test below holds that), built and run with
 # the others.
 FAMILY_SAMPLE: dict[str, tuple[str, Settings | None]] = {
+    "linear-eval": (
+        """\
+lin = Linear(3, 2)
+x = input(4, 3)
+eval()
+y = lin(x)
+observe(y)
+train()
+z = lin(x)
+backward(sum(z))
+observe(z)
+observe(lin.weight)
+""",
+        None,
+    ),
     "conv2d": (
         """\
 conv = Conv2d(2, 4, 3, padding=1)
@@ -728,7 +743,7 @@ def test_eval_takes_a_valid_snapshot_that_the_module_calls_use_until_train():
         "let y = model.conv.forward(x.clone());  // [6] line 11",
         "eval_model = model.valid();  // [15] line 16",  # in the loop: the variable declared before it
         "let e = eval_model.conv.forward(x.clone());  // [22] line 23",
-        "let _t5 = model.lin.forward(h);  // [24] line 25",  # a Linear call uses the model (the interpreter's Kind::Linear)
+        "let _t5 = eval_model.lin.forward(h);  // [24] line 25",  # a Linear call in eval mode uses the snapshot too
         "// [27] line 27: train(): already in training mode",
     ]:
         assert line in main, line

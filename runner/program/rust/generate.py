@@ -583,8 +583,9 @@ class Generator:
             return self.family(st, state)
         if op == "linear":
             x, ty = self.materialize(*self.operand(state, st, 1))
-            model = self.read_decl(self.model)
-            return f"{model}.{self.names.field(st.args[0])}.forward({x})", ty
+            # the interpreter's model for module calls: the `valid()` snapshot in eval mode
+            holder = self.model if state.training or state.eval_model is None else state.eval_model.decl
+            return f"{self.read_decl(holder)}.{self.names.field(st.args[0])}.forward({x})", ty
         if op in BINARY_OPERATOR or op == "matmul":
             a, ta = self.operand(state, st, 0)
             b, tb = self.operand(state, st, 1)

@@ -518,7 +518,9 @@ impl<'a> Machine<'a> {
                 }
                 Kind::Linear { module, a, out } => {
                     let x = self.tensor(*a)?;
-                    let r = ops::linear(&self.state.model.linears[*module as usize], x);
+                    // In eval mode a module call uses the `valid()` snapshot, as a port does.
+                    let model = self.state.eval_model.as_ref().unwrap_or(&self.state.model);
+                    let r = ops::linear(&model.linears[*module as usize], x);
                     self.write_tensor(*out, r);
                 }
                 Kind::Backward { a, accumulate } => {
