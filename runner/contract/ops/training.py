@@ -253,7 +253,9 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "`target.load_state_dict(online.state_dict())`: the values of the params and buffers; the target keeps "
         "its own tensors and their `requires_grad`",
         "`target = online.clone()`: the online module itself, its `ParamId`s and its tensors (tracked leaves that "
-        "require grad as the online's do), until one of the two changes",
+        "require grad as the online's do), until one of the two changes. The program's optimizer steps every "
+        "param, and finds one gradient per `ParamId`: it updates the first-declared of the two modules only "
+        "(`cases/target_network_copy.toml`)",
         "copies a module's params and buffers into another of the same kind and shape (a target network)",
         torch_code="{a0}.load_state_dict({a1}.state_dict())",
     ),
@@ -266,7 +268,8 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "under `torch.no_grad()`, for each pair of params: `t.mul_(1 - tau).add_(o, alpha=tau)` (in place: no graph)",
         "for each pair of params: `target.p = target.p.map(|t| t * (1 - tau) + online.p.val() * tau)` (a "
         "`ModuleMapper` over the target): the online's tensor requires grad, so the target's param becomes a "
-        "tracked non-leaf whose graph reaches back through every update",
+        "tracked non-leaf whose graph reaches back through every update; a backward through the target's output "
+        "then panics at the third step (`graph tape has already been consumed`, `cases/target_soft_update.toml`)",
         "moves a target module's params toward another's: t = (1 - tau) t + tau o (Polyak averaging)",
         attrs=(
             AttrSpec("tau", "float", positional=True, minimum=0, maximum=1, doc="the share of the online params taken"),
