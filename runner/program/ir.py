@@ -19,7 +19,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -186,6 +186,11 @@ def normalize_attrs(op: str, attrs: dict[str, Any], args: Sequence[str]) -> dict
     out = check_attrs(op, OPS[op].attrs, attrs, args)
     if op == "reshape":
         _check_reshape(out["shape"])  # type: ignore[arg-type]
+    if "clip_grad_norm" in out and "clip_grad_value" in out:
+        raise ValueError(
+            f"{op}: give clip_grad_norm or clip_grad_value, not both "
+            "(burn's optimizer config holds one GradientClippingConfig)"
+        )
     return out
 
 
@@ -395,6 +400,15 @@ class ProgramIssue(ValueError):
         self.message = message
 
 
+PAIRED_MODULE_OPS: Final[frozenset[str]] = frozenset({"copy_module", "soft_update"})
+"""The operations on a (target, online) pair of modules of one kind and shape."""
+
+
+def _declaration(m: ModuleDecl) -> str:
+    attrs = ", ".join(f"{k}={v!r}" for k, v in m.attrs.items())
+    return f"{MODULES[m.kind].source}({attrs})"
+
+
 def check_body(
     tensors: Sequence[tuple[str, str, str]],
     modules: Sequence[ModuleDecl],
@@ -407,6 +421,7 @@ def check_body(
     fixed: dict[str, str] = {}
     params: set[str] = set()
     module_kinds = {m.name: m.kind for m in modules}
+    module_decls = {m.name: m for m in modules}
     for name, role, dtype in tensors:
         kinds[name] = "tensor"
         dtypes[name] = dtype
@@ -470,6 +485,17 @@ def check_body(
                         )
             if stmt.op == "freeze" and stmt.args[0] not in params:
                 raise ProgramIssue(line, f"freeze: `{stmt.args[0]}` is not a param (freeze takes a param)")
+            if stmt.op in PAIRED_MODULE_OPS:
+                target, online = (module_decls[a] for a in stmt.args[:2])
+                if target.name == online.name:
+                    raise ProgramIssue(line, f"{stmt.op}: the target and the online module are both `{target.name}`")
+                if target.kind != online.kind or target.attrs != online.attrs:
+                    raise ProgramIssue(
+                        line,
+                        f"{stmt.op}: `{target.name}` and `{online.name}` must be modules of the same kind with the "
+                        f"same attributes (their params pair up by shape); `{target.name}` is "
+                        f"{_declaration(target)}, `{online.name}` is {_declaration(online)}",
+                    )
             if spec.result in ("none", "block"):
                 if stmt.out is not None:
                     raise ProgramIssue(line, f"{stmt.op} gives no value; it cannot be assigned to `{stmt.out}`")

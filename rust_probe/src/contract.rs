@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "f32d6aec8699d5cc";
+pub const CONTRACT_DIGEST: &str = "8a6f095078df1de2";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -186,10 +186,19 @@ pub enum Op {
     NllLoss,
     Train,
     Eval,
+    Adamw,
+    Rmsprop,
+    StepLr,
+    CosineLr,
+    LinearLr,
+    SchedStep,
+    CopyModule,
+    SoftUpdate,
+    ModuleNoGrad,
 }
 
 impl Op {
-    pub const ALL: [Op; 85] = [
+    pub const ALL: [Op; 94] = [
         Op::Detach,
         Op::WithoutAutodiff,
         Op::RequireGrad,
@@ -275,6 +284,15 @@ impl Op {
         Op::NllLoss,
         Op::Train,
         Op::Eval,
+        Op::Adamw,
+        Op::Rmsprop,
+        Op::StepLr,
+        Op::CosineLr,
+        Op::LinearLr,
+        Op::SchedStep,
+        Op::CopyModule,
+        Op::SoftUpdate,
+        Op::ModuleNoGrad,
     ];
 
     /// The name the contract (and the IR) uses.
@@ -365,6 +383,15 @@ impl Op {
             Op::NllLoss => "nll_loss",
             Op::Train => "train",
             Op::Eval => "eval",
+            Op::Adamw => "adamw",
+            Op::Rmsprop => "rmsprop",
+            Op::StepLr => "step_lr",
+            Op::CosineLr => "cosine_lr",
+            Op::LinearLr => "linear_lr",
+            Op::SchedStep => "sched_step",
+            Op::CopyModule => "copy_module",
+            Op::SoftUpdate => "soft_update",
+            Op::ModuleNoGrad => "module_no_grad",
         }
     }
 
@@ -455,13 +482,22 @@ impl Op {
             "nll_loss" => Some(Op::NllLoss),
             "train" => Some(Op::Train),
             "eval" => Some(Op::Eval),
+            "adamw" => Some(Op::Adamw),
+            "rmsprop" => Some(Op::Rmsprop),
+            "step_lr" => Some(Op::StepLr),
+            "cosine_lr" => Some(Op::CosineLr),
+            "linear_lr" => Some(Op::LinearLr),
+            "sched_step" => Some(Op::SchedStep),
+            "copy_module" => Some(Op::CopyModule),
+            "soft_update" => Some(Op::SoftUpdate),
+            "module_no_grad" => Some(Op::ModuleNoGrad),
             _ => None,
         }
     }
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval".to_owned()
+        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval, adamw, rmsprop, step_lr, cosine_lr, linear_lr, sched_step, copy_module, soft_update, module_no_grad".to_owned()
     }
 }
 
@@ -554,6 +590,15 @@ impl Op {
             Op::NllLoss => &[ArgKind::Tensor, ArgKind::Tensor],
             Op::Train => &[],
             Op::Eval => &[],
+            Op::Adamw => &[],
+            Op::Rmsprop => &[],
+            Op::StepLr => &[ArgKind::Optimizer],
+            Op::CosineLr => &[ArgKind::Optimizer],
+            Op::LinearLr => &[ArgKind::Optimizer],
+            Op::SchedStep => &[ArgKind::Scheduler],
+            Op::CopyModule => &[ArgKind::Module, ArgKind::Module],
+            Op::SoftUpdate => &[ArgKind::Module, ArgKind::Module],
+            Op::ModuleNoGrad => &[ArgKind::Module],
         }
     }
 
@@ -644,6 +689,15 @@ impl Op {
             Op::NllLoss => ResultKind::Tensor,
             Op::Train => ResultKind::Nothing,
             Op::Eval => ResultKind::Nothing,
+            Op::Adamw => ResultKind::Optimizer,
+            Op::Rmsprop => ResultKind::Optimizer,
+            Op::StepLr => ResultKind::Scheduler,
+            Op::CosineLr => ResultKind::Scheduler,
+            Op::LinearLr => ResultKind::Scheduler,
+            Op::SchedStep => ResultKind::Nothing,
+            Op::CopyModule => ResultKind::Nothing,
+            Op::SoftUpdate => ResultKind::Nothing,
+            Op::ModuleNoGrad => ResultKind::Nothing,
         }
     }
 
@@ -681,8 +735,8 @@ impl Op {
             Op::Linear => &[],
             Op::Backward => &["retain_graph", "accumulate"],
             Op::Grad => &[],
-            Op::Sgd => &["lr", "momentum", "dampening", "weight_decay", "nesterov"],
-            Op::Adam => &["lr", "beta1", "beta2", "eps", "weight_decay"],
+            Op::Sgd => &["lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_grad_norm", "clip_grad_value"],
+            Op::Adam => &["lr", "beta1", "beta2", "eps", "weight_decay", "clip_grad_norm", "clip_grad_value"],
             Op::Step => &[],
             Op::ZeroGrad => &[],
             Op::Freeze => &[],
@@ -735,6 +789,15 @@ impl Op {
             Op::NllLoss => &["reduction"],
             Op::Train => &[],
             Op::Eval => &[],
+            Op::Adamw => &["lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "clip_grad_norm", "clip_grad_value"],
+            Op::Rmsprop => &["lr", "alpha", "eps", "weight_decay", "momentum", "centered", "clip_grad_norm", "clip_grad_value"],
+            Op::StepLr => &["step_size", "gamma"],
+            Op::CosineLr => &["t_max", "eta_min"],
+            Op::LinearLr => &["start_factor", "end_factor", "total_iters"],
+            Op::SchedStep => &[],
+            Op::CopyModule => &[],
+            Op::SoftUpdate => &["tau"],
+            Op::ModuleNoGrad => &[],
         }
     }
 
@@ -1091,14 +1154,22 @@ pub mod attrs {
     pub struct Sgd {
         /// learning rate
         pub lr: f64,
-        pub momentum: f64,
-        pub dampening: f64,
-        pub weight_decay: f64,
-        pub nesterov: bool,
+        /// burn: no `MomentumConfig` (plain SGD) when omitted or 0 (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// burn: `MomentumConfig`'s dampening (only with a momentum) (None: omitted, each framework's own default)
+        pub dampening: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub weight_decay: Option<f64>,
+        /// burn: `MomentumConfig`'s nesterov (only with a momentum) (None: omitted, each framework's own default)
+        pub nesterov: Option<bool>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
     }
 
     impl Sgd {
-        pub const KEYS: &'static [&'static str] = &["lr", "momentum", "dampening", "weight_decay", "nesterov"];
+        pub const KEYS: &'static [&'static str] = &["lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_grad_norm", "clip_grad_value"];
 
         /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
         pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
@@ -1108,16 +1179,16 @@ pub mod attrs {
             let lr = lr.ok_or_else(|| r.missing("lr", "float"))?;
             let momentum = r.float("momentum")?;
             if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), None, ">= 0")?; }
-            let momentum = momentum.unwrap_or(0.0);
             let dampening = r.float("dampening")?;
             if let Some(dampening) = dampening { r.range("dampening", dampening, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
-            let dampening = dampening.unwrap_or(0.0);
             let weight_decay = r.float("weight_decay")?;
             if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
-            let weight_decay = weight_decay.unwrap_or(0.0);
             let nesterov = r.bool("nesterov")?;
-            let nesterov = nesterov.unwrap_or(false);
-            Ok(Sgd { lr, momentum, dampening, weight_decay, nesterov })
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Sgd { lr, momentum, dampening, weight_decay, nesterov, clip_grad_norm, clip_grad_value })
         }
     }
 
@@ -1134,10 +1205,14 @@ pub mod attrs {
         pub eps: Option<f64>,
         /// (None: omitted, each framework's own default)
         pub weight_decay: Option<f64>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
     }
 
     impl Adam {
-        pub const KEYS: &'static [&'static str] = &["lr", "beta1", "beta2", "eps", "weight_decay"];
+        pub const KEYS: &'static [&'static str] = &["lr", "beta1", "beta2", "eps", "weight_decay", "clip_grad_norm", "clip_grad_value"];
 
         /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
         pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
@@ -1153,7 +1228,11 @@ pub mod attrs {
             if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), None, "> 0")?; }
             let weight_decay = r.float("weight_decay")?;
             if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
-            Ok(Adam { lr, beta1, beta2, eps, weight_decay })
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Adam { lr, beta1, beta2, eps, weight_decay, clip_grad_norm, clip_grad_value })
         }
     }
 
@@ -1910,6 +1989,195 @@ pub mod attrs {
         }
     }
 
+    /// `adamw`: AdamW (decoupled weight decay) over every param (declaration order)
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Adamw {
+        /// learning rate
+        pub lr: f64,
+        /// (None: omitted, each framework's own default)
+        pub beta1: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub beta2: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// decoupled: the param is multiplied by 1 - lr * weight_decay (None: omitted, each framework's own default)
+        pub weight_decay: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub amsgrad: Option<bool>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
+    }
+
+    impl Adamw {
+        pub const KEYS: &'static [&'static str] = &["lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "clip_grad_norm", "clip_grad_value"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let lr = r.float("lr")?;
+            if let Some(lr) = lr { r.range("lr", lr, Some((0.0, true)), None, "> 0")?; }
+            let lr = lr.ok_or_else(|| r.missing("lr", "float"))?;
+            let beta1 = r.float("beta1")?;
+            if let Some(beta1) = beta1 { r.range("beta1", beta1, Some((0.0, false)), Some((1.0, true)), ">= 0 and < 1")?; }
+            let beta2 = r.float("beta2")?;
+            if let Some(beta2) = beta2 { r.range("beta2", beta2, Some((0.0, false)), Some((1.0, true)), ">= 0 and < 1")?; }
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), None, "> 0")?; }
+            let weight_decay = r.float("weight_decay")?;
+            if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
+            let amsgrad = r.bool("amsgrad")?;
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Adamw { lr, beta1, beta2, eps, weight_decay, amsgrad, clip_grad_norm, clip_grad_value })
+        }
+    }
+
+    /// `rmsprop`: RMSprop over every param (declaration order)
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Rmsprop {
+        /// learning rate
+        pub lr: f64,
+        /// smoothing constant of the squared-gradient average (None: omitted, each framework's own default)
+        pub alpha: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub weight_decay: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub centered: Option<bool>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
+    }
+
+    impl Rmsprop {
+        pub const KEYS: &'static [&'static str] = &["lr", "alpha", "eps", "weight_decay", "momentum", "centered", "clip_grad_norm", "clip_grad_value"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let lr = r.float("lr")?;
+            if let Some(lr) = lr { r.range("lr", lr, Some((0.0, true)), None, "> 0")?; }
+            let lr = lr.ok_or_else(|| r.missing("lr", "float"))?;
+            let alpha = r.float("alpha")?;
+            if let Some(alpha) = alpha { r.range("alpha", alpha, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), None, "> 0")?; }
+            let weight_decay = r.float("weight_decay")?;
+            if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
+            let momentum = r.float("momentum")?;
+            if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), None, ">= 0")?; }
+            let centered = r.bool("centered")?;
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Rmsprop { lr, alpha, eps, weight_decay, momentum, centered, clip_grad_norm, clip_grad_value })
+        }
+    }
+
+    /// `step_lr`: a schedule that multiplies the learning rate by `gamma` every `step_size` scheduler steps
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct StepLr {
+        /// scheduler steps per decay
+        pub step_size: i64,
+        /// the factor (None: omitted, each framework's own default)
+        pub gamma: Option<f64>,
+    }
+
+    impl StepLr {
+        pub const KEYS: &'static [&'static str] = &["step_size", "gamma"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let step_size = r.int("step_size")?;
+            if let Some(step_size) = step_size { r.range("step_size", step_size as f64, Some((1.0, false)), Some((10000000.0, false)), ">= 1 and <= 10000000")?; }
+            let step_size = step_size.ok_or_else(|| r.missing("step_size", "int"))?;
+            let gamma = r.float("gamma")?;
+            if let Some(gamma) = gamma { r.range("gamma", gamma, Some((0.0, true)), None, "> 0")?; }
+            Ok(StepLr { step_size, gamma })
+        }
+    }
+
+    /// `cosine_lr`: cosine annealing from the optimizer's learning rate to `eta_min` over `t_max` scheduler steps
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct CosineLr {
+        /// scheduler steps of a half period
+        pub t_max: i64,
+        /// the lowest learning rate (None: omitted, each framework's own default)
+        pub eta_min: Option<f64>,
+    }
+
+    impl CosineLr {
+        pub const KEYS: &'static [&'static str] = &["t_max", "eta_min"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let t_max = r.int("t_max")?;
+            if let Some(t_max) = t_max { r.range("t_max", t_max as f64, Some((1.0, false)), Some((10000000.0, false)), ">= 1 and <= 10000000")?; }
+            let t_max = t_max.ok_or_else(|| r.missing("t_max", "int"))?;
+            let eta_min = r.float("eta_min")?;
+            if let Some(eta_min) = eta_min { r.range("eta_min", eta_min, Some((0.0, false)), None, ">= 0")?; }
+            Ok(CosineLr { t_max, eta_min })
+        }
+    }
+
+    /// `linear_lr`: a linear warm-up (or decay) of the learning rate's factor from `start_factor` to `end_factor` over `total_iters` scheduler steps
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LinearLr {
+        /// burn: no default (a port writes torch's) (None: omitted, each framework's own default)
+        pub start_factor: Option<f64>,
+        /// burn: no default (a port writes torch's) (None: omitted, each framework's own default)
+        pub end_factor: Option<f64>,
+        /// burn: no default (a port writes torch's) (None: omitted, each framework's own default)
+        pub total_iters: Option<i64>,
+    }
+
+    impl LinearLr {
+        pub const KEYS: &'static [&'static str] = &["start_factor", "end_factor", "total_iters"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let start_factor = r.float("start_factor")?;
+            if let Some(start_factor) = start_factor { r.range("start_factor", start_factor, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let end_factor = r.float("end_factor")?;
+            if let Some(end_factor) = end_factor { r.range("end_factor", end_factor, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let total_iters = r.int("total_iters")?;
+            if let Some(total_iters) = total_iters { r.range("total_iters", total_iters as f64, Some((1.0, false)), Some((10000000.0, false)), ">= 1 and <= 10000000")?; }
+            Ok(LinearLr { start_factor, end_factor, total_iters })
+        }
+    }
+
+    /// `soft_update`: moves a target module's params toward another's: t = (1 - tau) t + tau o (Polyak averaging)
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SoftUpdate {
+        /// the share of the online params taken
+        pub tau: f64,
+    }
+
+    impl SoftUpdate {
+        pub const KEYS: &'static [&'static str] = &["tau"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let tau = r.float("tau")?;
+            if let Some(tau) = tau { r.range("tau", tau, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let tau = tau.ok_or_else(|| r.missing("tau", "float"))?;
+            Ok(SoftUpdate { tau })
+        }
+    }
+
 }
 
 /// The attributes of an operation a family implements, read by `OpAttrs::read`.
@@ -1999,6 +2267,14 @@ impl OpAttrs {
             _ => None,
         }
     }
+}
+
+/// torch's own default of the attributes burn's config has no default for (`burn_writes_torch_default`
+/// in the table): what a port writes on the burn side.
+pub mod torch_defaults {
+    pub const LINEAR_LR_START_FACTOR: f64 = 0.3333333333333333;
+    pub const LINEAR_LR_END_FACTOR: f64 = 1.0;
+    pub const LINEAR_LR_TOTAL_ITERS: i64 = 5;
 }
 
 // The module kinds a program declares (runner/contract/ops.py MODULES).

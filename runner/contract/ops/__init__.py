@@ -71,6 +71,7 @@ __all__ = [
     "attrs_table",
     "markdown_table",
     "modules_table",
+    "omitted_defaults",
     "supported_ops",
     "torch_keywords",
     "unsupported",
@@ -166,6 +167,25 @@ _TYPE_NAMES: Final[dict[AttrType, str]] = {
 }
 
 
+def omitted_defaults(a: AttrSpec) -> str:
+    """What an omitted attribute is on each side, as the tables say it: both documented defaults,
+    marked where they differ."""
+    torch_d, burn_d = a.torch_default, a.burn_default
+    if torch_d is None and burn_d is None:
+        return "omitted: the framework's default"
+    if torch_d is not None and burn_d is not None and torch_d == burn_d and type(torch_d) is type(burn_d):
+        return f"omitted: `{json.dumps(torch_d)}` on both"
+    torch_text = f"torch `{json.dumps(torch_d)}`" if torch_d is not None else "torch: none"
+    if burn_d is not None:
+        burn_text = f"burn `{json.dumps(burn_d)}`"
+    elif a.burn_unsupported is not None:
+        burn_text = "burn: no such setting"
+    else:
+        burn_text = "burn: see the burn column"
+    differ = " (**they differ**)" if torch_d is not None and burn_d is not None else ""
+    return f"omitted: {torch_text}, {burn_text}{differ}"
+
+
 def attrs_table() -> str:
     """The IR `attrs` of every op that has any, as a Markdown table."""
     lines = ["| op | attr | type | default | meaning |", "|---|---|---|---|---|"]
@@ -174,7 +194,7 @@ def attrs_table() -> str:
             if a.default is REQUIRED:
                 default = "required"
             elif a.default is OMITTED:
-                default = "omitted: the framework's default"
+                default = omitted_defaults(a)
             elif a.default is ARG_NAME:
                 default = "the tensor's name"
             else:

@@ -81,6 +81,10 @@ class AttrSpec:
     """For an `OMITTED` attribute: torch's own default, as documented (a test reads it from torch)."""
     burn_default: AttrValue | None = None
     """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe)."""
+    burn_writes_torch_default: bool = False
+    """For an `OMITTED` attribute burn's config has no default for (`LinearLrSchedulerConfig::new` takes
+    every value): a port writes torch's default, `torch_default` (generated into `contract.rs` as
+    `torch_defaults::OP_ATTR`)."""
     enum: str | None = None
     """For a string with `choices`: the name of the Rust enum the probe reads it into."""
     burn_unsupported: tuple[tuple[AttrValue, ...], str] | None = None
@@ -192,6 +196,9 @@ class OpSpec:
     one is omitted: torch's own default). None: the op is written by hand on the torch side."""
     torch_args: Literal["args", "list"] = "args"
     """How the tensor arguments go to `torch_call`: one by one, or as one list (`torch.cat([a, b])`)."""
+    torch_signature: str | None = None
+    """For an operation written by hand on the torch side (an optimizer, a scheduler): the torch callable
+    whose signature holds torch's defaults of its attributes (`torch.optim.SGD`); a test reads them."""
 
     def arg_dtype(self, position: int) -> ArgDtype:
         if not self.arg_dtypes:

@@ -20,6 +20,7 @@ IMPORTS: Final = (
     "burn::optim::SgdConfig",
     "burn::optim::AdamConfig",
     "burn::optim::momentum::MomentumConfig",
+    "burn::optim::grad_clipping::GradientClippingConfig",
     "burn::optim::decay::WeightDecayConfig",
 )
 
@@ -31,6 +32,16 @@ def _weight_decay(c: Call) -> str:
         return ""
     c.use("burn::optim::decay::WeightDecayConfig")
     return f".with_weight_decay(Some(WeightDecayConfig::new({literals.f32(wd)})))"
+
+
+def _clipping(c: Call, method: str) -> str:
+    """`.with_grad_clipping(Some(GradientClippingConfig::Norm(v)))` for a given `clip_grad_norm` /
+    `clip_grad_value` (burn's SgdConfig names the method `with_gradient_clipping`)."""
+    for key, variant in (("clip_grad_norm", "Norm"), ("clip_grad_value", "Value")):
+        if c.has(key):
+            c.use("burn::optim::grad_clipping::GradientClippingConfig")
+            return f".{method}(Some(GradientClippingConfig::{variant}({literals.f32(c.num(key))})))"
+    return ""
 
 
 def sgd(c: Call) -> str:
@@ -45,7 +56,7 @@ def sgd(c: Call) -> str:
         if c.has("nesterov"):
             m += f".with_nesterov({'true' if c.attrs['nesterov'] else 'false'})"
         config += f".with_momentum(Some({m}))"
-    return config + _weight_decay(c)
+    return config + _weight_decay(c) + _clipping(c, "with_gradient_clipping")
 
 
 def adam(c: Call) -> str:
@@ -54,7 +65,7 @@ def adam(c: Call) -> str:
     for key, method in (("beta1", "with_beta_1"), ("beta2", "with_beta_2"), ("eps", "with_epsilon")):
         if c.has(key):
             config += f".{method}({literals.f32(c.num(key))})"
-    return config + _weight_decay(c)
+    return config + _weight_decay(c) + _clipping(c, "with_grad_clipping")
 
 
 OPTIMIZERS: Final = {"sgd": sgd, "adam": adam}
