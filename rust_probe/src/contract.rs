@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "8a6f095078df1de2";
+pub const CONTRACT_DIGEST: &str = "349baf1c7594711d";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -1365,7 +1365,7 @@ pub mod attrs {
     pub struct MaxPool2d {
         /// the square window's side
         pub kernel_size: i64,
-        /// the window's step (torch and burn: kernel_size when omitted) (None: omitted, each framework's own default)
+        /// the window's step (None: omitted, each framework's own default)
         pub stride: Option<i64>,
         /// on each side (at most half the kernel) (None: omitted, each framework's own default)
         pub padding: Option<i64>,
@@ -1397,7 +1397,7 @@ pub mod attrs {
     pub struct AvgPool2d {
         /// the square window's side
         pub kernel_size: i64,
-        /// the window's step (torch and burn: kernel_size when omitted) (None: omitted, each framework's own default)
+        /// the window's step (None: omitted, each framework's own default)
         pub stride: Option<i64>,
         /// on each side (at most half the kernel) (None: omitted, each framework's own default)
         pub padding: Option<i64>,
@@ -1683,9 +1683,9 @@ pub mod attrs {
     /// `clamp`: limits the values to [min, max]
     #[derive(Clone, Debug, PartialEq)]
     pub struct Clamp {
-        /// the lower bound (omitted: none, on both sides) (None: omitted, each framework's own default)
+        /// the lower bound (None: omitted, each framework's own default)
         pub min: Option<f64>,
-        /// the upper bound (omitted: none, on both sides) (None: omitted, each framework's own default)
+        /// the upper bound (None: omitted, each framework's own default)
         pub max: Option<f64>,
     }
 
@@ -1845,7 +1845,7 @@ pub mod attrs {
     /// `cross_entropy`: cross-entropy of logits `[N, C]` against class indices `[N]`
     #[derive(Clone, Debug, PartialEq)]
     pub struct CrossEntropy {
-        /// the share of the target spread evenly over the classes (None: omitted, each framework's own default)
+        /// the share of the target spread evenly over the classes (burn: `smoothing` None, no smoothing) (None: omitted, each framework's own default)
         pub label_smoothing: Option<f64>,
         /// (None: omitted, each framework's own default)
         pub reduction: Option<Reduction>,
@@ -2275,6 +2275,8 @@ pub mod torch_defaults {
     pub const LINEAR_LR_START_FACTOR: f64 = 0.3333333333333333;
     pub const LINEAR_LR_END_FACTOR: f64 = 1.0;
     pub const LINEAR_LR_TOTAL_ITERS: i64 = 5;
+    pub const DROPOUT_P: f64 = 0.5;
+    pub const MULTIHEADATTENTION_BATCH_FIRST: bool = false;
 }
 
 // The module kinds a program declares (runner/contract/ops.py MODULES).
@@ -2525,7 +2527,7 @@ pub mod modules {
         pub eps: Option<f64>,
         /// the weight of the batch's statistics in the running ones (None: omitted, each framework's own default)
         pub momentum: Option<f64>,
-        /// learnable weight and bias (torch only) (None: omitted, each framework's own default)
+        /// learnable weight and bias (burn: no such setting, gamma and beta always exist) (None: omitted, each framework's own default)
         pub affine: Option<bool>,
     }
 
@@ -2556,7 +2558,7 @@ pub mod modules {
         pub eps: Option<f64>,
         /// the weight of the batch's statistics in the running ones (None: omitted, each framework's own default)
         pub momentum: Option<f64>,
-        /// learnable weight and bias (torch only) (None: omitted, each framework's own default)
+        /// learnable weight and bias (burn: no such setting, gamma and beta always exist) (None: omitted, each framework's own default)
         pub affine: Option<bool>,
     }
 

@@ -117,7 +117,14 @@ def _batch_norm(kind: str, source: str, rank_doc: str) -> ModuleSpec:
                 burn_default=0.1,
                 doc="the weight of the batch's statistics in the running ones",
             ),
-            AttrSpec("affine", "bool", OMITTED, torch_default=True, doc="learnable weight and bias (torch only)"),
+            AttrSpec(
+                "affine",
+                "bool",
+                OMITTED,
+                torch_default=True,
+                burn_default=True,
+                doc="learnable weight and bias (burn: no such setting, gamma and beta always exist)",
+            ),
         ),
         params=(
             ParamSpec("weight", "[C]", _one("num_features"), "ones", when="affine"),
@@ -198,6 +205,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
                 "bool",
                 OMITTED,
                 torch_default=True,
+                burn_default=True,
                 doc="learnable weight and bias (burn: gamma always, beta optional)",
             ),
         ),
@@ -276,6 +284,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
                 minimum=0,
                 maximum=1,
                 torch_default=0.5,
+                burn_writes_torch_default=True,
                 doc="the probability of zeroing an element (burn: required, the port writes torch's 0.5)",
             ),
         ),
@@ -321,6 +330,7 @@ MODULES: Final[tuple[ModuleSpec, ...]] = (
                 "bool",
                 OMITTED,
                 torch_default=False,
+                burn_writes_torch_default=True,
                 doc="inputs `[N, L, d]` rather than `[L, N, d]` (burn: always batch first)",
             ),
         ),
@@ -359,7 +369,14 @@ def _module_call(
 
 _KERNEL = AttrSpec("kernel_size", "int", positional=True, minimum=1, maximum=64, doc="the square window's side")
 _POOL_STRIDE = AttrSpec(
-    "stride", "int", OMITTED, minimum=1, maximum=64, doc="the window's step (torch and burn: kernel_size when omitted)"
+    "stride",
+    "int",
+    OMITTED,
+    minimum=1,
+    maximum=64,
+    torch_default="kernel_size",
+    burn_default="kernel_size",
+    doc="the window's step",
 )
 _POOL_PADDING = AttrSpec(
     "padding",
@@ -438,6 +455,7 @@ SPECS: Final[tuple[OpSpec, ...]] = (
                 choices=("none", "tanh"),
                 enum="GeluApproximate",
                 torch_default="none",
+                burn_default="none",
                 doc="the tanh approximation or the exact erf form",
             ),
         ),

@@ -48,7 +48,8 @@ SPECS: Final[tuple[OpSpec, ...]] = (
                 minimum=0,
                 maximum=1,
                 torch_default=0.0,
-                doc="the share of the target spread evenly over the classes",
+                burn_default=0.0,
+                doc="the share of the target spread evenly over the classes (burn: `smoothing` None, no smoothing)",
             ),
             AttrSpec(
                 "reduction",

@@ -78,9 +78,12 @@ class AttrSpec:
     maximum_exclusive: bool = False
     doc: str = ""
     torch_default: AttrValue | None = None
-    """For an `OMITTED` attribute: torch's own default, as documented (a test reads it from torch)."""
+    """For an `OMITTED` attribute: torch's own default, as documented (a test reads it from torch).
+    None: no value (torch's `None`: no clamp bound, no padding row). For a number, the name of
+    another attribute of the op (`"kernel_size"`) is that attribute's value (a pool's stride)."""
     burn_default: AttrValue | None = None
-    """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe)."""
+    """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe);
+    None and an attribute's name as for `torch_default`."""
     burn_writes_torch_default: bool = False
     """For an `OMITTED` attribute burn's config has no default for (`LinearLrSchedulerConfig::new` takes
     every value): a port writes torch's default, `torch_default` (generated into `contract.rs` as

@@ -277,8 +277,8 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "exactly on a bound keeps its gradient: `cases/clamp_edges.toml`)",
         "limits the values to [min, max]",
         attrs=(
-            AttrSpec("min", "float", OMITTED, doc="the lower bound (omitted: none, on both sides)"),
-            AttrSpec("max", "float", OMITTED, doc="the upper bound (omitted: none, on both sides)"),
+            AttrSpec("min", "float", OMITTED, doc="the lower bound"),
+            AttrSpec("max", "float", OMITTED, doc="the upper bound"),
         ),
         differentiable=True,
         family="tensors",

@@ -5,11 +5,18 @@
 //!
 //! `tests/test_defaults.py` holds every `burn_default` of the table (`runner/contract/ops/`) against
 //! this, so a documented default is burn's own and not a copy of torch's. An attribute burn has
-//! no setting for is absent; `null` is a setting whose default is "none" (no clipping).
+//! no setting for is absent; `null` is a setting whose default is "none" (no clipping); a
+//! default that is another attribute's value is that attribute's name (a pool's stride,
+//! `"kernel_size"`).
 
-use burn::nn::conv::Conv2dConfig;
-use burn::nn::loss::CrossEntropyLossConfig;
-use burn::nn::PaddingConfig2d;
+use burn::nn::attention::MultiHeadAttentionConfig;
+use burn::nn::conv::{Conv1dConfig, Conv2dConfig};
+use burn::nn::loss::{CrossEntropyLossConfig, SmoothL1LossConfig};
+use burn::nn::pool::{AvgPool2dConfig, MaxPool2dConfig};
+use burn::nn::{
+    BatchNormConfig, GroupNormConfig, LayerNormConfig, LeakyReluConfig, PaddingConfig1d,
+    PaddingConfig2d,
+};
 use burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
 use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 use burn::optim::momentum::MomentumConfig;
@@ -40,6 +47,47 @@ fn square(value: &[usize; 2]) -> Value {
         "a default of burn's 2d config is square"
     );
     Value::from(value[0])
+}
+
+/// A 2d padding as the language's one side: `Valid` is 0, `Same` is `"same"`.
+fn padding_2d(padding: &PaddingConfig2d) -> Value {
+    match padding {
+        PaddingConfig2d::Valid => Value::from(0),
+        PaddingConfig2d::Explicit(top, left, bottom, right) => {
+            assert!(
+                top == left && left == bottom && bottom == right,
+                "a default of burn's 2d padding is the same on each side"
+            );
+            Value::from(*top)
+        }
+        PaddingConfig2d::Same => Value::from("same"),
+    }
+}
+
+/// A 1d padding as the language's one side.
+fn padding_1d(padding: &PaddingConfig1d) -> Value {
+    match padding {
+        PaddingConfig1d::Valid => Value::from(0),
+        PaddingConfig1d::Explicit(left, right) => {
+            assert_eq!(
+                left, right,
+                "a default of burn's 1d padding is the same on each side"
+            );
+            Value::from(*left)
+        }
+        PaddingConfig1d::Same => Value::from("same"),
+    }
+}
+
+/// A pool's default strides for the window `kernel` it was built with: `"kernel_size"` (the
+/// language's name of the attribute whose value it is) when they are the kernel's, else the side.
+/// `kernel` is not square, so a fixed default cannot pass for the kernel's.
+fn window_step(strides: &[usize; 2], kernel: &[usize; 2]) -> Value {
+    if strides == kernel {
+        Value::from("kernel_size")
+    } else {
+        square(strides)
+    }
 }
 
 /// Every omittable attribute's burn default that burn's configs hold, in table order.
@@ -122,22 +170,80 @@ pub fn burn_defaults() -> Vec<(String, Value)> {
 
     let conv = Conv2dConfig::new([1, 1], [1, 1]);
     put("Conv2d.stride", square(&conv.stride));
-    put(
-        "Conv2d.padding",
-        match conv.padding {
-            PaddingConfig2d::Valid => Value::from(0),
-            PaddingConfig2d::Explicit(top, ..) => Value::from(top),
-            PaddingConfig2d::Same => Value::from("same"),
-        },
-    );
+    put("Conv2d.padding", padding_2d(&conv.padding));
     put("Conv2d.dilation", square(&conv.dilation));
     put("Conv2d.groups", Value::from(conv.groups));
     put("Conv2d.bias", Value::from(conv.bias));
 
+    let conv = Conv1dConfig::new(1, 1, 1);
+    put("Conv1d.stride", Value::from(conv.stride));
+    put("Conv1d.padding", padding_1d(&conv.padding));
+    put("Conv1d.dilation", Value::from(conv.dilation));
+    put("Conv1d.groups", Value::from(conv.groups));
+    put("Conv1d.bias", Value::from(conv.bias));
+
+    // One `BatchNormConfig` for both ranks (burn's `BatchNorm` is generic over it). `affine`:
+    // no such setting (tests/test_defaults.py NO_BURN_SOURCE).
+    let batch_norm = BatchNormConfig::new(1);
+    for kind in ["BatchNorm1d", "BatchNorm2d"] {
+        put(&format!("{kind}.eps"), Value::from(batch_norm.epsilon));
+        put(
+            &format!("{kind}.momentum"),
+            Value::from(batch_norm.momentum),
+        );
+    }
+
+    let layer_norm = LayerNormConfig::new(1);
+    put("LayerNorm.eps", Value::from(layer_norm.epsilon));
+    // gamma always exists; the port writes `elementwise_affine` as `.with_bias(..)` (beta).
+    put("LayerNorm.elementwise_affine", Value::from(layer_norm.bias));
+
+    let group_norm = GroupNormConfig::new(1, 1);
+    put("GroupNorm.eps", Value::from(group_norm.epsilon));
+    put("GroupNorm.affine", Value::from(group_norm.affine));
+
+    let mha = MultiHeadAttentionConfig::new(8, 2);
+    put("MultiheadAttention.dropout", Value::from(mha.dropout));
+    // torch's one `bias` is the port's four `with_*_bias(b)`.
+    let biases = [
+        mha.query_bias,
+        mha.key_bias,
+        mha.value_bias,
+        mha.output_bias,
+    ];
+    assert!(
+        biases.iter().all(|b| *b == biases[0]),
+        "burn's four attention biases share a default"
+    );
+    put("MultiheadAttention.bias", Value::from(biases[0]));
+
+    put(
+        "leaky_relu.negative_slope",
+        Value::from(LeakyReluConfig::new().negative_slope),
+    );
+
+    let kernel = [2, 3];
+    let max_pool = MaxPool2dConfig::new(kernel);
+    put("max_pool2d.stride", window_step(&max_pool.strides, &kernel));
+    put("max_pool2d.padding", padding_2d(&max_pool.padding));
+    put("max_pool2d.dilation", square(&max_pool.dilation));
+    let avg_pool = AvgPool2dConfig::new(kernel);
+    put("avg_pool2d.stride", window_step(&avg_pool.strides, &kernel));
+    put("avg_pool2d.padding", padding_2d(&avg_pool.padding));
+    put(
+        "avg_pool2d.count_include_pad",
+        Value::from(avg_pool.count_include_pad),
+    );
+
     let cross_entropy = CrossEntropyLossConfig::new();
+    // `None`: no smoothing, which is a smoothing of 0.
     put(
         "cross_entropy.label_smoothing",
         Value::from(cross_entropy.smoothing.unwrap_or(0.0)),
+    );
+    put(
+        "smooth_l1_loss.beta",
+        Value::from(SmoothL1LossConfig::new().beta),
     );
     out
 }
@@ -155,5 +261,9 @@ mod tests {
         assert!((wd - 1e-4).abs() < 1e-10, "{wd}");
         assert_eq!(d["sgd.clip_grad_norm"], Value::Null);
         assert_eq!(d["Conv2d.padding"], Value::from(0));
+        // MultiHeadAttentionConfig's dropout is 0.1 (torch's 0); a pool's stride is its kernel.
+        assert_eq!(d["MultiheadAttention.dropout"], Value::from(0.1));
+        assert_eq!(d["max_pool2d.stride"], Value::from("kernel_size"));
+        assert_eq!(d["avg_pool2d.stride"], Value::from("kernel_size"));
     }
 }

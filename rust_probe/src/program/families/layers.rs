@@ -22,7 +22,7 @@ use burn::tensor::activation;
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::{float, float_arg, module_arg, wrong_rank, Ctx, Failed, Operand};
-use crate::contract::{GeluApproximate, ModuleAttrs, Op, OpAttrs};
+use crate::contract::{torch_defaults, GeluApproximate, ModuleAttrs, Op, OpAttrs};
 use crate::program::compile::ModuleRef;
 use crate::program::value::{map_dyn, transpose_host, Dyn, DynBool, DynInt, TensorValue, Value};
 
@@ -236,7 +236,7 @@ pub fn build(attrs: &ModuleAttrs, tensors: &[Option<TensorData32>], device: &Dev
         }
         ModuleAttrs::Dropout(a) => {
             // `DropoutConfig::new` takes the probability: burn has no default, the port writes torch's.
-            Layer::Dropout(DropoutConfig::new(a.p.unwrap_or(0.5)).init())
+            Layer::Dropout(DropoutConfig::new(a.p.unwrap_or(torch_defaults::DROPOUT_P)).init())
         }
         ModuleAttrs::MultiheadAttention(a) => {
             let d = a.embed_dim as usize;
@@ -267,7 +267,10 @@ pub fn build(attrs: &ModuleAttrs, tensors: &[Option<TensorData32>], device: &Dev
             }
             Layer::MultiheadAttention(Attention {
                 mha,
-                batch_first: a.batch_first.unwrap_or(false),
+                // burn has no such setting (always batch first): the port follows torch's default.
+                batch_first: a
+                    .batch_first
+                    .unwrap_or(torch_defaults::MULTIHEADATTENTION_BATCH_FIRST),
             })
         }
         ModuleAttrs::Linear(_) => unreachable!("a Linear is the machine's own"),
