@@ -208,10 +208,12 @@ class Generator:
             comment = "  // " + ": ".join(x for x in (where, note) if x) if (where or note) else ""
         elif note and st is None:
             comment = "  // " + note
-        self.lines.append((depth, text + comment))
+        first, newline, rest = text.partition("\n")  # a block expression: the comment on its first line
+        self.lines.append((depth, first + comment + newline + rest))
 
     def text(self) -> str:
-        return "\n".join(("    " * depth + t) if t else "" for depth, t in self.lines)
+        """The lines written, indented (a line of several, a block expression, as a whole)."""
+        return "\n".join(("    " * depth + line) if line else "" for depth, t in self.lines for line in t.split("\n"))
 
     # reading values
 
@@ -222,7 +224,7 @@ class Generator:
         layer = self.layer_tensor(name)
         if layer is not None:
             module = f"{model}.{self.names.field(layer[0])}"
-            return layer[1].value(module), Ty(len(t.shape)), layer[1].path(module)
+            return layer[1].value(module), Ty(len(t.shape), layer[1].transposed), layer[1].path(module)
         if t.module is not None:
             m = self.names.field(t.module)
             if name.endswith(".weight"):
@@ -257,7 +259,10 @@ class Generator:
     def type_of(self, state: State, name: str) -> Ty:
         if name in self.params:
             t = self.params[name]
-            linear = t.module is not None and self.layer_tensor(name) is None
+            layer = self.layer_tensor(name) if t.module is not None else None
+            if layer is not None:
+                return Ty(len(t.shape), layer[1].transposed)
+            linear = t.module is not None
             return Ty(2, True) if linear and name.endswith(".weight") else Ty(len(t.shape))
         b = state.vars.get(name)
         return b.ty if b is not None and b.ty is not None else Ty(0)
@@ -426,6 +431,7 @@ class Generator:
         for path in r.imports:
             self.import_(path)
         config = r.config(Declaration(m.name, spec.source, m.attrs, self.import_))
+        tensors = spec.tensors(m.attrs)
         given = ", ".join(
             [self.attr_text(m.attrs[a.name]) for a in spec.attrs if a.positional and a.name in m.attrs]
             + [
@@ -434,19 +440,27 @@ class Generator:
                 if not a.positional and a.name in m.attrs
             ]
         )
+        init = r.init(self.read_decl(self.device) if r.init_takes_device else "")
+        if not tensors:  # nothing to load: burn's own init is the module
+            self.put(2, f"{field}: {config}{init},", None, f"{m.name} = {spec.source}({given}): built from its config")
+            return f"{field}: {r.rust_type}"
         self.put(
             2,
             f"{field}: {{",
             None,
             f"{m.name} = {spec.source}({given}): built from its config, then the program's data",
         )
-        self.put(3, f"let mut {local} = {config}.init(&{self.read_decl(self.device)});")
-        for p in spec.tensors(m.attrs):
+        self.put(3, f"let mut {local} = {config}{init};")
+        for p in tensors:
             t = by_name[f"{m.name}.{p.name}"]
             mt = r.tensor(p.name)
             for path in mt.imports():
                 self.import_(path)
-            self.put(3, f"{local}.{mt.field} = {mt.load(self.tensor_literal(t.name, t.data, t.shape))};")
+            pieces = mt.pieces(t.data, t.shape)
+            for part, data, shape in pieces:
+                # a piece of a fused tensor: its own array in data.rs (`MHA_IN_PROJ_WEIGHT_QUERY`)
+                const = t.name if len(pieces) == 1 else f"{t.name}.{part.split('.')[0]}"
+                self.put(3, f"{local}.{part} = {mt.load(self.tensor_literal(const, data, shape))};")
         self.put(3, local)
         self.put(2, "},")
         return f"{field}: {r.rust_type}"
@@ -563,7 +577,7 @@ class Generator:
                 module_attrs = self.modules[name].attrs
                 continue
             expr, ty = self.materialize(*self.operand(state, st, pos))
-            args.append(Arg(expr, ty))
+            args.append(Arg(expr, ty, name))
         call = Call(
             st.op,
             st.line,
@@ -652,6 +666,19 @@ class Generator:
 
     def param_inplace(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
         name = st.args[0]
+        layer = self.layer_tensor(name)
+        if layer is not None and layer[1].kind == "running" and st.op != "add_scalar_":
+            # the interpreter's `layers::set_require_grad`: a buffer never requires grad
+            self.note(depth, st, f"{st.op}({name}): a buffer is no param in burn (a RunningState): unchanged")
+        else:
+            self.change_param(st, depth)
+        if st.out is not None and st.out != name and self.kept(st, "out"):
+            expr, ty, _ = self.param_expr(name, state)
+            self.write(state, ctx, st.out, True, expr, ty, depth, None, tail=tail)
+
+    def change_param(self, st: Stmt, depth: int) -> None:
+        """`freeze`, `require_grad` or `add_scalar_` of a param (or `add_scalar_` of a buffer)."""
+        name = st.args[0]
         t = self.params[name]
         model = self.read_decl(self.model)
         self.set_mut(self.model)
@@ -663,14 +690,14 @@ class Generator:
         if layer is not None:
             module, mt = layer
             if mt.kind == "running":
-                raise ValueError(
-                    f"render: line {st.line}: `{st.op}` of the buffer {name!r}: the reproducer changes params only"
-                )
-            path = f"{model}.{self.names.field(module)}.{mt.field}"
-            if mt.kind == "optional":
-                self.put(depth, f"{path} = {path}.map(|b| b.{change});", st)
+                # a buffer's state is replaced by its value plus the scalar (`layers::add_scalar`)
+                self.import_("burn::module::RunningState")
+                path = f"{model}.{self.names.field(module)}.{mt.field}"
+                scalar = literals.f64(literals.num(st.attrs, "scalar"))
+                self.put(depth, f"{path} = RunningState::new({path}.value_sync().add_scalar({scalar}));", st)
             else:
-                self.put(depth, f"{path} = {path}.{change};", st)
+                for i, line in enumerate(mt.change(f"{model}.{self.names.field(module)}", change)):
+                    self.put(depth, line, st if i == 0 else None)
         elif t.module is not None and name.endswith(".bias"):
             path = f"{model}.{self.names.field(t.module)}.bias"
             self.put(depth, f"{path} = {path}.map(|b| b.{change});", st)
@@ -681,9 +708,6 @@ class Generator:
                 else f"{model}.{self.names.field(name)}"
             )
             self.put(depth, f"{path} = {path}.{change};", st)
-        if st.out is not None and st.out != name and self.kept(st, "out"):
-            expr, ty, _ = self.param_expr(name, state)
-            self.write(state, ctx, st.out, True, expr, ty, depth, None, tail=tail)
 
     def optimizer(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
         at = st.attrs
@@ -815,6 +839,11 @@ class Generator:
         layer = self.layer_tensor(name) if name in self.params else None
         if layer is not None and layer[1].kind == "running":
             return None  # a buffer is no param: no gradient
+        if layer is not None:
+            module = f"{self.read_decl(self.model)}.{self.names.field(layer[0])}"
+            if state.held == "acc" and state.grads_sum is not None:
+                return layer[1].grad_sum(module, self.read_decl(state.grads_sum.decl), len(self.params[name].shape))
+            return layer[1].grad(module, self.read_decl(state.grads.decl))
         if name in self.params:
             _, ty, path = self.param_expr(name, state)
             if state.held == "acc" and state.grads_sum is not None:
@@ -1141,7 +1170,7 @@ class Generator:
             fields.append(f"{field}: {r.rust_type}")
             config = r.config(Declaration(m.name, MODULES[m.kind].source, m.attrs, self.import_))
             shapes = ", ".join(f"{spec.name} {spec.shape(m.attrs)}" for spec in MODULES[m.kind].tensors(m.attrs))
-            inits.append(f"    {field}: {config}.init(&device),  // {shapes or 'no tensors'}")
+            inits.append(f"    {field}: {config}{r.init('device')},  // {shapes or 'no tensors'}")
 
         for t in p.tensors:
             if t.module is not None:

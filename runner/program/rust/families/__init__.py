@@ -35,15 +35,27 @@ How to add an operation's rendering
      it refuses), `render` raises `ValueError` saying so instead of writing code that differs.
    Return `Expr(text, ty)` with the result's static type (`argmax`: `Ty(r - 1, dtype="int")`).
    Literals: `literals.f32(x)` for a value the interpreter casts `as f32`, `literals.f64` for
-   an f64 argument, `literals.string` for a string.
+   an f64 argument, `literals.string` for a string. Where the interpreter reads a size at run
+   time (`dims()`), or an operand other than the first is the receiver (`b.mask_where(mask,
+   a)`: Rust evaluates the receiver first, and `Arg.name` says when two operands are one
+   value), return a block expression, `base.block([statements], value)`: bind every operand
+   in its first statement, in the interpreter's order, before a local of the block could
+   shadow a name an operand's expression reads. The interpreter's run-time error is a panic
+   with its message there (`unwrap_or_else(|| panic!(...))`).
 2. **A module kind** (`Conv2d`): in `layers.py` `MODULES`, a `ModuleRendering`: the field's
    type, its config as `layers::build` writes it (a `with_*` for each attribute given, in the
-   same order), and a `ModuleTensor` per tensor of the table's `ParamSpec`s (its burn field, and
-   whether it is a `Param`, an `Option<Param>` or a `RunningState` buffer). The generator puts
-   a field in `struct Model` (named as the program names the module), builds it with
-   `config.init(&device)` and loads the program's data (torch's layout) into each tensor; reads
-   (`conv.weight`), gradients, `freeze` and the optimizers then work on it. Its call is an
-   operation of step 1 using `c.module`.
+   same order; `init_takes_device=False` for a config whose `init()` takes none, `Dropout`),
+   and a `ModuleTensor` per tensor of the table's `ParamSpec`s (its burn field, and whether it
+   is a `Param`, an `Option<Param>` or a `RunningState` buffer; `transposed` for a tensor burn
+   keeps as a Linear weight, `[d_in, d_out]`; `parts` for a tensor torch fuses and burn splits,
+   MultiheadAttention's `in_proj_weight`: each part an equal share of torch's rows, joined
+   along `join_dim` when read). The generator puts a field in `struct Model` (named as the
+   program names the module), builds it with `config.init(&device)` and loads the program's
+   data (torch's layout) into each tensor (a module with nothing to load is its config's
+   `init` itself); reads (`conv.weight`), gradients, `freeze`, `add_scalar_` and the
+   optimizers then work on it. Its call is an operation of step 1 using `c.module`
+   (`c.module_attrs` for what the call needs of the declaration: MultiheadAttention's
+   `batch_first`).
 3. **A machine-level statement** (`training.py`): an optimizer (an op whose `result` is
    "optimizer") is one function from its attributes to the config chain a port writes, without
    `.init()` (`OPTIMIZERS`, as `sgd` and `adam`); the generator binds it, `step(opt)` writes
@@ -55,9 +67,11 @@ How to add an operation's rendering
    (`../liveness.py` `operands`); one that changes what `step` does (a scheduler's learning rate)
    needs `OptConfig` / `Generator.step` to learn it: extend `Writer` and the generator there.
 4. Test it: a program in `tests/test_program_render_rust.py` `FAMILY_SAMPLE` (built with cargo
-   and held to the interpreter's observations); `test_every_operation_renders_or_is_refused`
-   lists the operations still without a rendering (their `render` raises `ValueError` naming
-   them, never a KeyError or broken Rust).
+   and held to the interpreter's observations; the family's agreement programs are taken by
+   index in `_AGREED`; a reproducer whose values are random is listed in `RANDOM` and compared
+   without them); `test_every_operation_renders_or_is_refused` lists the operations still
+   without a rendering (their `render` raises `ValueError` naming them, never a KeyError or
+   broken Rust): only the training family may have one.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ __all__ = [
     "Stmt",
     "Ty",
     "Writer",
+    "block",
     "literals",
 ]
 
@@ -38,6 +39,9 @@ class Arg:
 
     expr: str
     ty: Ty
+    name: str = ""
+    """The program's name of the value (two operands of one name: one is a clone of the other,
+    and Rust evaluates them in the order written)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,15 @@ class Expr:
 
     text: str
     ty: Ty
+
+
+def block(lines: Sequence[str], value: str) -> str:
+    """A Rust block expression over several lines: `lines` (statements, each ending with `;`),
+    then its `value`. Its locals live in the block only: bind every operand in the first line
+    (a tuple, in the interpreter's order) before naming a local that a later operand's expression
+    could mean."""
+    body = "".join(f"\n    {line}" for line in [*lines, value])
+    return "{" + body + "\n}"
 
 
 class _Attrs:
@@ -162,25 +175,92 @@ class ModuleTensor:
     module: its field, and whether it is a `Param<Tensor<D>>` ("param"), an
     `Option<Param<Tensor<D>>>` ("optional", a bias) or a `RunningState<Tensor<D>>` ("running", a
     buffer such as a running mean). Its data is loaded in torch's layout, as the interpreter's
-    `layers::build` does."""
+    `layers::build` does; a tensor burn keeps as a Linear's weight (`transposed`) is loaded
+    transposed and read back with the layout flag, and a tensor torch fuses (MultiheadAttention's
+    `in_proj_weight`) is several burn tensors (`parts`), loaded by equal rows and joined when read
+    (`layers::join`)."""
 
     name: str
     """The table's short name (`weight`, `bias`, `running_mean`)."""
     field: str
-    """burn's field on the module (`weight`, `bias`, `running_mean`)."""
+    """burn's field on the module (`weight`, `bias`, `running_mean`); for `parts`, unused."""
     kind: TensorKind = "param"
+    transposed: bool = False
+    """Held in burn's Linear-weight layout `[d_in, d_out]`, the transpose of torch's."""
+    parts: tuple[str, ...] = ()
+    """burn's fields of the pieces of a fused torch tensor (`query.weight`, `key.weight`, ...), in
+    torch's row order: each takes an equal share of torch's rows."""
+    join_dim: int = 0
+    """The dim their values are joined along when read (in burn's layout)."""
+
+    def _fields(self) -> tuple[str, ...]:
+        return self.parts or (self.field,)
+
+    def _one(self, field: str) -> ModuleTensor:
+        return ModuleTensor(self.name, field, self.kind, self.transposed)
 
     def value(self, module: str) -> str:
-        """Its current value, the interpreter's `layers::tensor`."""
+        """Its current value, the interpreter's `layers::tensor` (burn's layout)."""
+        if self.parts:
+            values = ", ".join(self._one(f).value(module) for f in self.parts)
+            return f"Tensor::cat(vec![{values}], {self.join_dim})"
         if self.kind == "running":
-            return f"{module}.{self.field}.value()"
+            # `value_sync`, as the interpreter reads it: `value()` may be one update behind
+            return f"{module}.{self.field}.value_sync()"
         return f"{self.path(module)}.val()"
 
     def path(self, module: str) -> str:
-        """The `Param` (for `.grad(&grads)`, `.id`); for a buffer, the `RunningState`."""
+        """The `Param` (for `.grad(&grads)`, `.id`); for a buffer, the `RunningState`; for a
+        tensor of `parts`, its value (the report's sketch shows it)."""
+        if self.parts:
+            return self.value(module)
         if self.kind == "optional":
             return f"{module}.{self.field}.as_ref().unwrap()"
         return f"{module}.{self.field}"
+
+    def _joined(self, grads: list[str]) -> str:
+        """The gradients of the parts joined, or None when one has none (`layers::grad`)."""
+        listed = ", ".join(grads)
+        return f"[{listed}].into_iter().collect::<Option<Vec<_>>>().map(|parts| Tensor::cat(parts, {self.join_dim}))"
+
+    def grad(self, module: str, grads: str) -> str:
+        """Its gradient in `grads` (an `Option<Tensor<D>>` expression, burn's layout)."""
+        if self.parts:
+            return self._joined([self._one(f).grad(module, grads) for f in self.parts])
+        return f"{self.path(module)}.grad(&{grads})"
+
+    def grad_sum(self, module: str, sums: str, rank: int) -> str:
+        """Its gradient in accumulated `GradientsParams` (an `Option<Tensor<D>>` expression)."""
+        if self.parts:
+            return self._joined([self._one(f).grad_sum(module, sums, rank) for f in self.parts])
+        return f"{sums}.get::<{rank}>({self.path(module)}.id)"
+
+    def change(self, module: str, change: str) -> list[str]:
+        """The lines that apply `change` (`set_require_grad(false)`, `map(|t| ...)`) to each of its
+        burn params, as the interpreter's `layers::set_require_grad` / `add_scalar` do."""
+        lines = []
+        for f in self._fields():
+            path = f"{module}.{f}"
+            if self.kind == "optional":
+                lines.append(f"{path} = {path}.map(|b| b.{change});")
+            else:
+                lines.append(f"{path} = {path}.{change};")
+        return lines
+
+    def pieces(self, data: Sequence[float], shape: Sequence[int]) -> list[tuple[str, list[float], list[int]]]:
+        """(burn's field, its data, its shape) for each burn tensor, from torch's data and shape:
+        rows split among the `parts`, each transposed when `transposed` (`layers::load_projection`)."""
+        out = []
+        rows = shape[0] // len(self._fields())
+        size = len(data) // len(self._fields())
+        for i, f in enumerate(self._fields()):
+            chunk = list(data[i * size : (i + 1) * size])
+            part_shape = [rows, *shape[1:]]
+            if self.transposed:
+                chunk = literals.transpose_host(chunk, part_shape[0], part_shape[1])
+                part_shape = [part_shape[1], part_shape[0]]
+            out.append((f, chunk, part_shape))
+        return out
 
     def load(self, tensor: str) -> str:
         """The field's value holding `tensor` (a `Tensor<D>` expression of the program's data)."""
@@ -208,6 +288,13 @@ class ModuleRendering:
     """Every tensor of the table's `ParamSpec`s, by its short name."""
     imports: tuple[str, ...] = field(default=())
     """The paths the field's type and config always need (`burn::nn::conv::Conv2d`, ...)."""
+    init_takes_device: bool = True
+    """`config.init(&device)`; False: `config.init()` (a module without tensors: `Dropout`)."""
+
+    def init(self, device: str) -> str:
+        """The config's `.init(...)` call (`device`: the device variable, unused when
+        `init_takes_device` is False)."""
+        return f".init(&{device})" if self.init_takes_device else ".init()"
 
     def tensor(self, name: str) -> ModuleTensor:
         return next(t for t in self.tensors if t.name == name)
