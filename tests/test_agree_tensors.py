@@ -76,6 +76,10 @@ PROGRAMS: dict[str, list[str]] = {
         f"x = param(3, 4, values={_EDGES})\nw = param(2, 3, 4)\ny = mean_dim(x, 0, keepdim=True)\n"
         "z = mean_dim(w, -2)\nbackward(sum(y * y) + sum(z))\nobserve(y)\nobserve(z)\nobserve(x)\nobserve(w)",
     ],
+    "square": [
+        f"x = param(3, 4, values={_EDGES})\ny = square(x)\nbackward(sum(y))\nobserve(y)\nobserve(x)",
+        "x = param(2, 3, 4)\ny = square(x * 3.0)\nbackward(sum(y * y))\nobserve(y)\nobserve(x)",
+    ],
     "var": [
         # torch's default (unbiased) against burn's `var`
         "x = param(4, 5)\ny = var(x, 1)\nbackward(sum(y))\nobserve(y)\nobserve(x)",

@@ -498,6 +498,7 @@ _AGREED: dict[str, tuple[dict[str, list[str]], dict[str, list[int]]]] = {
             "max_dim": [2],
             "min_dim": [1],
             "mean_dim": [1],
+            "square": [0],
             "var": [1],
             "clamp": [1],
             "where": [1],

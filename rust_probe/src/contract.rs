@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "349baf1c7594711d";
+pub const CONTRACT_DIGEST: &str = "70d159dc059528bf";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -166,6 +166,7 @@ pub enum Op {
     MaxDim,
     MinDim,
     MeanDim,
+    Square,
     Var,
     Clamp,
     Where,
@@ -198,7 +199,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 94] = [
+    pub const ALL: [Op; 95] = [
         Op::Detach,
         Op::WithoutAutodiff,
         Op::RequireGrad,
@@ -264,6 +265,7 @@ impl Op {
         Op::MaxDim,
         Op::MinDim,
         Op::MeanDim,
+        Op::Square,
         Op::Var,
         Op::Clamp,
         Op::Where,
@@ -363,6 +365,7 @@ impl Op {
             Op::MaxDim => "max_dim",
             Op::MinDim => "min_dim",
             Op::MeanDim => "mean_dim",
+            Op::Square => "square",
             Op::Var => "var",
             Op::Clamp => "clamp",
             Op::Where => "where",
@@ -462,6 +465,7 @@ impl Op {
             "max_dim" => Some(Op::MaxDim),
             "min_dim" => Some(Op::MinDim),
             "mean_dim" => Some(Op::MeanDim),
+            "square" => Some(Op::Square),
             "var" => Some(Op::Var),
             "clamp" => Some(Op::Clamp),
             "where" => Some(Op::Where),
@@ -497,7 +501,7 @@ impl Op {
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval, adamw, rmsprop, step_lr, cosine_lr, linear_lr, sched_step, copy_module, soft_update, module_no_grad".to_owned()
+        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, square, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval, adamw, rmsprop, step_lr, cosine_lr, linear_lr, sched_step, copy_module, soft_update, module_no_grad".to_owned()
     }
 }
 
@@ -570,6 +574,7 @@ impl Op {
             Op::MaxDim => &[ArgKind::Tensor],
             Op::MinDim => &[ArgKind::Tensor],
             Op::MeanDim => &[ArgKind::Tensor],
+            Op::Square => &[ArgKind::Tensor],
             Op::Var => &[ArgKind::Tensor],
             Op::Clamp => &[ArgKind::Tensor],
             Op::Where => &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
@@ -669,6 +674,7 @@ impl Op {
             Op::MaxDim => ResultKind::Tensor,
             Op::MinDim => ResultKind::Tensor,
             Op::MeanDim => ResultKind::Tensor,
+            Op::Square => ResultKind::Tensor,
             Op::Var => ResultKind::Tensor,
             Op::Clamp => ResultKind::Tensor,
             Op::Where => ResultKind::Tensor,
@@ -769,6 +775,7 @@ impl Op {
             Op::MaxDim => &["dim", "keepdim"],
             Op::MinDim => &["dim", "keepdim"],
             Op::MeanDim => &["dim", "keepdim"],
+            Op::Square => &[],
             Op::Var => &["dim", "unbiased", "correction", "keepdim"],
             Op::Clamp => &["min", "max"],
             Op::Where => &[],
@@ -830,6 +837,7 @@ impl Op {
             Op::MaxDim => Some(Family::Tensors),
             Op::MinDim => Some(Family::Tensors),
             Op::MeanDim => Some(Family::Tensors),
+            Op::Square => Some(Family::Tensors),
             Op::Var => Some(Family::Tensors),
             Op::Clamp => Some(Family::Tensors),
             Op::Where => Some(Family::Tensors),

@@ -140,6 +140,11 @@ def mean_dim(c: Call) -> Expr:
     return _squeezed(c, f"{x.expr}.mean_dim({d})", x, d)
 
 
+def square(c: Call) -> Expr:
+    (x,) = c.args
+    return Expr(f"{x.expr}.square()", Ty(x.ty.rank))
+
+
 def var(c: Call) -> Expr:
     """torch's `var(t, dim)` is unbiased unless `unbiased=False` or `correction=0`: `var` (by
     n - 1) or `var_bias` (by n), as the interpreter's `var_method`."""
@@ -270,6 +275,7 @@ OPS: Final = {
     "max_dim": max_dim,
     "min_dim": min_dim,
     "mean_dim": mean_dim,
+    "square": square,
     "var": var,
     "clamp": clamp,
     "where": where,

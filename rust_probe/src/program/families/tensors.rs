@@ -10,7 +10,7 @@ use burn::tensor::Tensor;
 
 use super::{float, Ctx, Failed, Operand};
 use crate::contract::{Op, OpAttrs};
-use crate::program::value::{Dyn, DynBool, DynInt, Value, MAX_RANK};
+use crate::program::value::{map_dyn, Dyn, DynBool, DynInt, Value, MAX_RANK};
 
 /// A dim of a rank-`rank` tensor, torch's way (negative counts from the end).
 pub fn dim(op: Op, d: i64, rank: usize) -> Result<usize, Failed> {
@@ -578,6 +578,7 @@ pub fn apply(op: Op, attrs: &OpAttrs, args: Vec<Operand>, _ctx: &Ctx<'_>) -> Res
         (Op::MeanDim, OpAttrs::MeanDim(a)) => {
             along_dim(op, float_of(op, next()?)?, a.dim, a.keepdim, AlongDim::Mean)
         }
+        (Op::Square, _) => Ok(float(map_dyn!(float_of(op, next()?)?, t => t.square()))),
         (Op::Var, OpAttrs::Var(a)) => {
             let how = var_method(op, a.unbiased, a.correction)?;
             along_dim(op, float_of(op, next()?)?, a.dim, a.keepdim, how)
