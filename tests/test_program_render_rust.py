@@ -23,6 +23,7 @@ from test_agree_layers import EVAL_PROGRAMS as LAYERS_EVAL
 from test_agree_layers import PROGRAMS as LAYERS
 from test_agree_losses import PROGRAMS as LOSSES
 from test_agree_tensors import PROGRAMS as TENSORS
+from test_agree_training import PROGRAMS as TRAINING
 
 from runner import _probe
 from runner.cases import load_case
@@ -523,6 +524,8 @@ _AGREED: dict[str, tuple[dict[str, list[str]], dict[str, list[int]]]] = {
             "nll_loss": [1],
         },
     ),
+    # every program of the training family: its optimizers, schedules and target networks
+    "training": (TRAINING, {op: list(range(len(sources))) for op, sources in TRAINING.items()}),
 }
 for _family, (_programs, _taken) in _AGREED.items():
     for _op, _indices in _taken.items():
@@ -625,6 +628,135 @@ observe(a)
 observe(x)
 eval()
 observe(drop(x))
+""",
+            None,
+        ),
+        # the training family's catalogue cases: AdamW's and RMSprop's defaults (burn's own), a cosine
+        # schedule stepped in torch's and in burn's order and refusing a learning rate above 1 (the
+        # interpreter's error, a panic with its message), Module::no_grad, a target network copied
+        # (one ParamId, two modules) and soft-updated (the third backward panics in burn)
+        **{
+            f"{case}-{variant}": (f"case:{case}", variant)
+            for case, variants in {
+                "adamw_defaults": ["defaults", "decay-default", "given"],
+                "rmsprop_defaults": ["defaults", "given"],
+                "cosine_schedule": ["torch-order", "burn-order", "lr-above-1"],
+                "module_no_grad": ["module"],  # its `scope` variant is no_grad, which burn lacks
+                "target_network_copy": ["online-first", "target-first"],
+                "target_soft_update": ["in-loss", "detached"],
+            }.items()
+            for variant in variants
+        },
+        # two optimizers with schedules (one stepped before the optimizer, one after, one never),
+        # every hyperparameter given, LinearLR's omitted factors (torch's, as a port writes them)
+        "schedules": (
+            """\
+lin = Linear(3, 2)
+w = param(2, 2)
+x = input(4, 3)
+a = adamw(lr=0.05, beta1=0.8, beta2=0.99, eps=1e-6, weight_decay=0.0, amsgrad=True, clip_grad_norm=0.5)
+r = rmsprop(lr=0.02, alpha=0.9, eps=1e-7, momentum=0.0, centered=True, weight_decay=0.01, clip_grad_value=0.1)
+sa = step_lr(a, 2)
+sr = linear_lr(r)
+never = cosine_lr(r, 5, eta_min=0.001)
+for i in range(5):
+    loss = mean((lin(x) @ w) ** 2)
+    zero_grad(a)
+    backward(loss)
+    sched_step(sa)
+    step(a)
+    zero_grad(r)
+    backward(mean(lin(x) ** 2))
+    step(r)
+    sched_step(sr)
+    observe(loss)
+observe(lin.weight)
+observe(w)
+""",
+            Settings(checkpoints=[1, 5], track="loss"),
+        ),
+        # a schedule made again in each iteration, stepped twice; the learning rate it set read
+        # after the loop; an optimizer and its schedule made in each iteration (written out: the
+        # first iteration binds the learning rate the loop then carries)
+        "schedules-in-loops": (
+            """\
+p = param(1, init="zeros")
+q = param(2, init="zeros")
+opt = sgd(lr=0.5)
+for i in range(3):
+    sched = linear_lr(opt, start_factor=0.5, end_factor=1.0, total_iters=2)
+    sched_step(sched)
+    sched_step(sched)
+    zero_grad(opt)
+    backward(sum(p))
+    step(opt)
+    observe(p)
+backward(sum(p))
+step(opt)
+observe(p)
+for i in range(3):
+    o2 = sgd(lr=0.1)
+    s2 = step_lr(o2, 1, gamma=0.5)
+    zero_grad(o2)
+    backward(sum(q))
+    step(o2)
+    sched_step(s2)
+    sched_step(s2)
+    backward(sum(q))
+    step(o2)
+observe(q)
+""",
+            None,
+        ),
+        # an optimizer and its schedule made again at the end of each iteration: the loop carries both
+        "schedule-remade-with-its-optimizer": (
+            """\
+p = param(1)
+opt = sgd(lr=0.1)
+sched = step_lr(opt, 2)
+for i in range(3):
+    sched_step(sched)
+    backward(sum(p))
+    step(opt)
+    observe(p)
+    opt = sgd(lr=0.1)
+    sched = step_lr(opt, 2)
+""",
+            None,
+        ),
+        # target networks of module kinds: soft updates blend BatchNorm's running statistics too
+        # (the ModuleMapper maps every float tensor), MultiheadAttention's three projections, a
+        # frozen Conv2d; copy_module in eval mode leaves the snapshot's module as it was
+        "target-modules": (
+            """\
+bn = BatchNorm2d(2)
+tb = BatchNorm2d(2)
+conv = Conv2d(2, 2, 3, padding=1)
+tc = Conv2d(2, 2, 3, padding=1)
+mha = MultiheadAttention(4, 2, dropout=0.0)
+tm = MultiheadAttention(4, 2, dropout=0.0)
+x = input(2, 2, 4, 4)
+q = input(3, 2, 4)
+module_no_grad(tc)
+opt = sgd(lr=0.1)
+for i in range(2):
+    loss = mean(bn(conv(x)) ** 2) + mean(mha(q, q, q) ** 2)
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    soft_update(tb, bn, 0.5)
+    soft_update(tc, conv, 0.25)
+    soft_update(tm, mha, 0.1)
+observe(tb.running_mean)
+observe(tb.weight)
+observe(tc.weight)
+observe(tm.in_proj_weight)
+eval()
+copy_module(tc, conv)
+observe(tc(x))
+train()
+observe(tc(x))
+observe(tc.weight)
 """,
             None,
         ),
@@ -836,9 +968,9 @@ def sources_by_op() -> dict[str, list[str]]:
 @pytest.mark.parametrize("op", list(OPS))
 def test_every_operation_renders_or_is_refused_by_name(op, sources_by_op):
     """Each operation's programs render, or `render` refuses them with a `ValueError` naming it
-    (burn lacks it, or the interpreter stops there). An operation without a rendering yet is an
-    expected failure naming it (add it in runner/program/rust/families/); never a KeyError or
-    another exception, and never broken Rust (the cargo tests build the rendered ones)."""
+    (burn lacks it, or the interpreter stops there). An operation without a rendering (a new one
+    of the table: add it in runner/program/rust/families/) fails here; never a KeyError or another
+    exception, and never broken Rust (the cargo tests build the rendered ones)."""
     sources = sources_by_op.get(op)
     assert sources, f"no program of the agreement tests uses `{op}`"
     missing: list[str] = []
@@ -856,11 +988,7 @@ def test_every_operation_renders_or_is_refused_by_name(op, sources_by_op):
             assert any(f"`{o}`" in message or f"`{o}(" in message for o in named), message
             continue
         assert "fn main() {" in files["src/main.rs"]
-    if missing:
-        # the layers, tensors and losses families render every operation and module kind: only the
-        # training family's newest may lack one
-        assert all("families/training.py" in m for m in missing), missing
-        pytest.xfail("; ".join(sorted(set(missing))))
+    assert not missing, "; ".join(sorted(set(missing)))
 
 
 def test_an_operation_or_module_kind_without_a_rendering_is_refused_by_name(monkeypatch):
@@ -1076,6 +1204,98 @@ def test_eval_takes_a_valid_snapshot_that_the_module_calls_use_until_train():
 def test_a_family_statement_the_interpreter_stops_at_is_refused(source, refused):
     with pytest.raises(ValueError, match=re.escape(refused)):
         render(program(source))
+
+
+def test_optimizers_and_schedules_follow_the_interpreter_spelling():
+    """Each `with_*` only for an attribute the program gives (burn's own defaults otherwise); a
+    schedule from the optimizer's `lr`, its `init()` error the interpreter's message; the
+    optimizer's learning rate a variable that `sched_step` sets and `step` passes."""
+    main = render(family_program("schedules"))["src/main.rs"]
+    for line in [
+        "let mut a = AdamWConfig::new().with_beta_1(0.8).with_beta_2(0.99).with_epsilon(1e-06).with_weight_decay(0.0)"
+        ".with_amsgrad(true).with_grad_clipping(Some(GradientClippingConfig::Norm(0.5))).init();",
+        "let mut r = RmsPropConfig::new().with_alpha(0.9).with_epsilon(1e-07).with_momentum(0.0).with_centered(true)"
+        ".with_weight_decay(Some(WeightDecayConfig::new(0.01))).with_grad_clipping(Some(GradientClippingConfig::Value(0.1)))"
+        ".init();",
+        "let mut r_lr = ModuleLearningRate::from(0.02);",  # read by the first step(r), before any sched_step(sr)
+        'let mut sa = StepLrSchedulerConfig::new(0.05, 2).init().unwrap_or_else(|e| panic!("StepLrSchedulerConfig::init: '
+        '{e}"));',
+        # LinearLR's omitted factors and count: torch's, as the interpreter writes them
+        "let mut sr = LinearLrSchedulerConfig::new(0.02 * 0.3333333333333333, 0.02 * 1.0, 5).init()",
+        "let _ = CosineAnnealingLrSchedulerConfig::new(0.02, 5).with_min_lr(0.001).init()",  # never stepped
+        "let a_lr = sa.step();  // [12] line 13",  # burn's order: set before the step that reads it
+        "model = a.step(a_lr, model, grads);",
+        "model = r.step(r_lr, model, grads);",
+        "r_lr = sr.step();  // [20] line 18",  # torch's order: the loop carries it to the next step
+        "use burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate;",
+    ]:
+        assert line in main, line
+    assert (
+        "AdamWConfig::new().with_epsilon(1e-08).with_weight_decay(0.01).init()"
+        in render(family_program("adamw-0"))["src/main.rs"]
+    )
+    omitted = render(family_program("rmsprop_defaults-defaults"))["src/main.rs"]
+    assert "let mut opt = RmsPropConfig::new().init();" in omitted  # burn's eps 1e-5 and momentum 0.9
+    loops = render(family_program("schedules-in-loops"))["src/main.rs"]
+    for line in [
+        "let mut opt_lr = ModuleLearningRate::from(0.5);",  # step(opt) after the loop reads it if it never ran
+        "        let _ = sched.step();  // [3] line 6: the learning rate it returns is replaced before `opt` steps with it",
+        "        opt_lr = sched.step();  // [4] line 7",
+        "        model = opt.step(opt_lr.clone(), model, grads);",
+        "    model = opt.step(opt_lr, model, grads);",  # its last use: moved
+        "        let o2_lr = ModuleLearningRate::from(0.1);",
+        "        let o2_lr = s2.step();  // [22] line 22",
+    ]:
+        assert line in loops, line
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        # the interpreter's sched_step leaves an optimizer bound to the name since alone
+        (
+            "p = param(1)\nopt = sgd(lr=0.1)\nsched = step_lr(opt, 2)\nopt = sgd(lr=0.2)\nsched_step(sched)\nstep(opt)\n",
+            "line 5: `sched_step(sched)`: `opt` names another optimizer than the one the schedule `sched` was made from",
+        ),
+        # ... in the second iteration of a loop (the first is written out)
+        (
+            "p = param(1)\nopt = sgd(lr=0.1)\nsched = step_lr(opt, 2)\nfor i in range(3):\n    sched_step(sched)\n"
+            "    backward(sum(p))\n    step(opt)\n    opt = sgd(lr=0.1)\n",
+            "no rendering of a schedule that outlives its optimizer",
+        ),
+        (
+            "p = param(1)\na = sgd(lr=0.1)\nb = sgd(lr=0.2)\ns = step_lr(a, 2)\ns = step_lr(b, 2)\nsched_step(s)\n",
+            "line 5: `step_lr` binds `s` to a schedule of `b`, and line 4 to one of `a`",
+        ),
+    ],
+)
+def test_a_schedule_whose_optimizer_changes_is_refused(source, refused):
+    p = program(source)
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        render(p)
+    assert sketch(p) is None
+
+
+def test_target_network_operations_change_the_training_model():
+    main = render(family_program("target-modules"))["src/main.rs"]
+    for line in [
+        "model.tc = model.tc.no_grad();  // [0] line 9: persistent, not a scope",
+        "        model.tb = soft_update(model.tb, &model.bn, 0.5);  // [14] line 16",
+        "        model.tm = soft_update(model.tm, &model.mha, 0.1);  // [16] line 18",
+        # in eval mode: the training model's module is replaced, the snapshot's stays as it was
+        "model.tc = model.conv.clone();  // [22] line 24: the online module itself, its ParamIds too",
+        "let _t8 = eval_model.tc.forward(x.clone());  // [23] line 25",
+        # the helper: a ModuleVisitor collects the online's tensors, a ModuleMapper maps the target's
+        "impl ModuleMapper for SoftUpdater {",
+        "        param.map(|t| t.mul_scalar(1.0 - tau) + online.mul_scalar(tau))",
+        "fn soft_update<M: Module>(target: M, online: &M, tau: f64) -> M {",
+        "use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, RunningState};",
+        "use std::collections::VecDeque;",
+    ]:
+        assert line in main, line
+    copied = render(family_program("target_network_copy-target-first"))["src/main.rs"]
+    assert "model.target = model.online.clone();  // [0] line 5" in copied
+    assert "soft_update" not in copied and "ModuleMapper" not in copied  # the helper only where it is called
 
 
 def test_the_sketch_shows_module_kinds_and_int_inputs():

@@ -35,12 +35,16 @@ for operation:
   `struct Model` built from its config (a `with_*` only for the attributes the program gives)
   with the program's data loaded; `eval()` takes `let eval_model = model.valid()`, used by the
   module calls (not a Linear's: the interpreter's `Kind::Linear` uses the model) until
-  `train()`; int and bool tensors are `Tensor<D, Int>` / `Tensor<D, Bool>`.
+  `train()`; int and bool tensors are `Tensor<D, Int>` / `Tensor<D, Bool>`;
+- an optimizer with a schedule steps with a learning rate variable (`opt_lr`, burn's
+  `ModuleLearningRate`) that `sched_step` sets (`opt_lr = sched.step();`), as the interpreter's
+  `Optim::lr`; the target-network statements change the training model's modules
+  (`model.target = model.online.clone()`, a `ModuleMapper` for `soft_update`, `no_grad()`).
 
 An operation burn lacks (`no_grad`, `retain_grad`, `backward(retain_graph=True)`, an operation
 of two tensors of unequal ranks), a statement the interpreter stops at (a rank or dim it does not
-take), and an operation or module kind without a rendering yet make `render` raise `ValueError`
-naming it.
+take), a schedule whose optimizer name is bound to another optimizer before its `sched_step`,
+and an operation or module kind without a rendering make `render` raise `ValueError` naming it.
 
 The modules, in the order the code is made:
 
@@ -53,7 +57,7 @@ The modules, in the order the code is made:
   machine-level statements (its docstring says how to add one);
 - `generate`: the statement generator, in two passes (the first decides which variables are
   read and which are `mut`, the second writes);
-- `support`: the Rust helper functions a reproducer includes (printing JSON lines);
+- `support`: the Rust helper functions a reproducer includes (printing JSON lines, `soft_update`);
 - `source`: `src/main.rs` and `src/data.rs` around the statements; `sketch` for report cards;
 - `crate`: `render` (the files of a crate), `write_reproducer`, `write_workspace`, `package_name`;
 - `output`: `read_run`, what a built reproducer printed.

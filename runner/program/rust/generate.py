@@ -18,9 +18,21 @@ from ...contract.ops import MODULES, OPS, AttrValue, unsupported
 from ..ir import ModuleDecl, Program, Stmt, TensorDecl, timed_loop, walk
 from . import families, literals
 from .families.base import Arg, Call, Declaration, ModuleTensor
-from .liveness import HELD, INPLACE, liveness, tensor_names
+from .liveness import HELD, INPLACE, LEARNING_RATE, LEARNING_RATE_READ, learning_rate, liveness, schedules, tensor_names
 from .names import RustNames, unread
-from .state import Binding, Ctx, Decl, Dtype, OptBinding, OptConfig, State, Ty
+from .state import (
+    LEARNING_RATE_TYPE,
+    SCHEDULE_TYPE,
+    Binding,
+    Ctx,
+    Decl,
+    Dtype,
+    Made,
+    OptBinding,
+    OptConfig,
+    State,
+    Ty,
+)
 
 BURN_VERSION = burn.pinned_version()
 INLINE_ELEMENTS = 64
@@ -44,7 +56,7 @@ BINARY_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 CORE_OPS = frozenset(
     [*UNARY_METHOD, *BINARY_OPERATOR]
     + "matmul reshape add_scalar_ clone transpose relu sigmoid sum mean add_scalar mul_scalar powi sum_dim "
-    "linear step zero_grad backward observe grad item repeat".split()
+    "linear step zero_grad backward observe grad item repeat sched_step".split()
 )
 """The operations this module writes itself; the others are the families' (`families`)."""
 
@@ -86,6 +98,10 @@ class Generator:
             if m.kind != "linear" and m.kind not in families.MODULES:
                 raise families.missing_module(m.name, m.kind)
         self.live = liveness(program)
+        self.schedules = schedules(program)
+        """Each scheduler name -> the optimizer name its schedules are made from."""
+        self.generations = 0
+        """Optimizer statements run so far (`Made.generation`)."""
         self.timed = timed_loop(program.body)
         self.timed_observes = self.timed is not None and any(s.op == "observe" for s in walk(self.timed.body or []))
         """The timed loop observes: observations carry their iteration, and the last iteration's
@@ -117,6 +133,12 @@ class Generator:
         self.model = self.decl("model")
 
     # variables
+
+    def local_ident(self, name: str) -> str:
+        """A program name's identifier, or an optimizer's learning rate's (`opt_lr`)."""
+        if name.startswith(LEARNING_RATE):
+            return self.names.learning_rate(name.removeprefix(LEARNING_RATE))
+        return self.names.local(name)
 
     def fresh(self, base: str) -> str:
         """`base`, or `base_2`, `base_3`... when an enclosing loop carries a variable named `base`."""
@@ -183,6 +205,12 @@ class Generator:
         """`model = opt.step(...)`: Rust warns about an assignment nothing reads after."""
         if not self.dry:
             self.model_unread = True
+
+    def module(self, name: str, *, assigned: bool = False) -> str:
+        """A module of the training model (`Writer.module`)."""
+        if assigned:
+            self.set_mut(self.model)
+        return f"{self.read_decl(self.model)}.{self.names.field(name)}"
 
     def set_mut(self, decl: Decl) -> None:
         if not self.dry:
@@ -322,7 +350,7 @@ class Generator:
             return
         if old is not None and old.value and tail:
             self.put(depth, f"drop({self.read_decl(old.decl)});", None, "the value it held is dropped here")
-        d = self.decl(self.fresh(self.names.local(name)))
+        d = self.decl(self.fresh(self.local_ident(name)))
         self.put(depth, f"let {self.mut(d)}{self.v(d)} = {expr};", st, note)
         self.written(d)
         state.vars[name] = Binding(d, ty, True)
@@ -519,6 +547,12 @@ class Generator:
         if op in families.OPTIMIZERS:
             self.optimizer(st, state, depth, ctx)
             return
+        if op in families.SCHEDULERS:
+            self.scheduler(st, state, depth, ctx)
+            return
+        if op == "sched_step":
+            self.sched_step(st, state, depth, ctx)
+            return
         if op in families.STATEMENTS:
             families.STATEMENTS[op](self, st, state, depth, ctx)
             return
@@ -709,35 +743,100 @@ class Generator:
             )
             self.put(depth, f"{path} = {path}.{change};", st)
 
-    def optimizer(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
-        at = st.attrs
-        assert st.out is not None
-        lr = literals.num(at, "lr")
-        call = Call(
+    def attributes(self, st: Stmt) -> Call:
+        """A statement without tensor operands (an optimizer, a schedule) as a `Call`: its attributes."""
+        return Call(
             st.op,
             st.line,
             (),
-            at,
+            st.attrs,
             module=None,
             module_attrs={},
             device=lambda: self.read_decl(self.device),
             use=self.import_,
         )
-        builder = families.OPTIMIZERS[st.op](call) + ".init()"
+
+    def optimizer(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+        at = st.attrs
+        assert st.out is not None
+        lr = literals.num(at, "lr")
+        builder = families.OPTIMIZERS[st.op](self.attributes(st)) + ".init()"
         config = OptConfig(st.op, lr, builder)
+        self.generations += 1
+        state.made[st.out] = Made(lr, self.generations)
         note = f"lr {lr!r} is an argument of step in burn"
         if not self.kept(st, "opt"):
             self.put(depth, f"let _ = {builder};", st, note + "; never stepped before it is replaced")
-            return
-        carried = self.carried_binding(ctx, st.out)
-        if carried is not None:
-            self.set_mut(carried.decl)
-            self.put(depth, f"{self.v(carried.decl)} = {builder};", st, note)
-            state.opts[st.out] = OptBinding(carried.decl, config)
-            return
-        d = self.decl(self.fresh(self.names.local(st.out)))
-        self.put(depth, f"let {self.mut(d)}{self.v(d)} = {builder};", st, note)
-        state.opts[st.out] = OptBinding(d, config)
+        else:
+            carried = self.carried_binding(ctx, st.out)
+            if carried is not None:
+                self.set_mut(carried.decl)
+                self.put(depth, f"{self.v(carried.decl)} = {builder};", st, note)
+                state.opts[st.out] = OptBinding(carried.decl, config)
+            else:
+                d = self.decl(self.fresh(self.names.local(st.out)))
+                self.put(depth, f"let {self.mut(d)}{self.v(d)} = {builder};", st, note)
+                state.opts[st.out] = OptBinding(d, config)
+        if st.out in self.schedules.values() and self.kept(st, "lr"):
+            # a schedule sets its learning rate: a variable from here (the interpreter's `Optim::lr`)
+            self.import_("burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate")
+            expr = f"ModuleLearningRate::from({literals.f64(lr)})"
+            note = f"the learning rate `{st.out}` steps with until a schedule sets another"
+            self.write(state, ctx, learning_rate(st.out), True, expr, LEARNING_RATE_TYPE, depth, None, note)
+
+    def scheduler(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+        """`sched = step_lr(opt, ...)`: burn's schedule from the optimizer's `lr` (the interpreter's
+        `build_scheduler`); `init()`'s error stops the interpreter with its message: a panic here."""
+        assert st.out is not None
+        opt = st.args[0]
+        made = state.made[opt]  # the IR binds an optimizer before a schedule names it
+        name, config = families.SCHEDULERS[st.op](self.attributes(st), made.lr)
+        message = literals.string(f"{name}::init: {{e}}")
+        expr = f"{config}.init().unwrap_or_else(|e| panic!({message}))"
+        note = f"from `{opt}`'s lr {made.lr!r}; init() refuses some values (the interpreter's error)"
+        self.write(state, ctx, st.out, self.kept(st, "sched"), expr, SCHEDULE_TYPE, depth, st, note)
+        state.schedules[st.out] = (opt, made.generation)
+
+    def sched_step(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+        """`sched_step(sched)`: `opt_lr = sched.step();`, the learning rate of the optimizer's next
+        steps (the interpreter's `Kind::SchedStep`)."""
+        name = st.args[0]
+        b = state.vars.get(name)
+        if b is None or not b.value:
+            raise AssertionError(f"render: line {st.line}: {name!r} has no schedule here")
+        opt, _ = state.schedules[name]
+        if not state.linked(name):
+            # the interpreter steps the schedule and leaves the optimizer bound since alone; the
+            # liveness counts every sched_step as setting the learning rate
+            raise ValueError(
+                f"render: line {st.line}: `sched_step({name})`: `{opt}` names another optimizer than the one the "
+                f"schedule `{name}` was made from, whose learning rate the burn interpreter then leaves alone; the "
+                "Rust reproducer has no rendering of a schedule that outlives its optimizer"
+            )
+        self.set_mut(b.decl)
+        sched = self.read_decl(b.decl)
+        if self.live.take.get((st.index, 0), False):
+            b.value = False
+        note = f"the learning rate of `{opt}`'s next steps (the first call gives the initial one)"
+        if not self.kept(st, "lr"):
+            note = f"the learning rate it returns is replaced before `{opt}` steps with it"
+        self.write(
+            state, ctx, learning_rate(opt), self.kept(st, "lr"), f"{sched}.step()", LEARNING_RATE_TYPE, depth, st, note
+        )
+
+    def learning_rate(self, st: Stmt, state: State) -> str:
+        """`step(opt)`'s learning rate: the literal `lr` of its optimizer, or the variable a schedule sets."""
+        opt = st.args[0]
+        if opt not in self.schedules.values():
+            return literals.f64(state.opts[opt].config.lr)
+        b = state.vars.get(learning_rate(opt))
+        if b is None or not b.value:
+            raise AssertionError(f"render: line {st.line}: the learning rate of {opt!r} has no value here")
+        ident = self.read_decl(b.decl)
+        if self.live.take.get((st.index, LEARNING_RATE_READ), False):
+            b.value = False
+            return ident
+        return f"{ident}.clone()"
 
     def drop_carried_grads(self, state: State, ctx: Ctx, depth: int, held: Iterable[Binding | None]) -> None:
         """Gradients a loop carries in a variable declared before it are dropped where the
@@ -753,7 +852,7 @@ class Generator:
         self.set_mut(opt.decl)
         self.set_mut(self.model)
         model = self.read_decl(self.model)
-        lr = literals.f64(opt.config.lr)
+        lr = self.learning_rate(st, state)
         self.use("GradientsParams")
         if state.held == "raw" and state.grads is not None:
             d = self.decl(self.fresh("grads"))
@@ -991,9 +1090,17 @@ class Generator:
             self.scopes.pop()
         if trial.mode() != state.mode():
             return None
+        # a schedule made before the loop: whether its sched_step still reaches its optimizer (one
+        # first made in the body is made there before any sched_step of it can run)
+        links = trial.links()
+        if any(links[name] != linked for name, linked in state.links().items()):
+            return None
         for name in carried_names:
             before, after = state.signature(name), trial.signature(name)
-            if name in state.opts or name in trial.opts or name == HELD:
+            # a schedule or a learning rate keeps its binding too: it is then bound before the loop,
+            # and needs no declaration without a value there
+            strict = name in self.schedules or name.startswith(LEARNING_RATE)
+            if name in state.opts or name in trial.opts or name == HELD or strict:
                 if before != after:
                     return None
             elif before is not None and before != after:

@@ -5,7 +5,7 @@ from one iteration to the next."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ...contract.ops import OPS
@@ -17,15 +17,49 @@ INPLACE = frozenset(name for name, spec in OPS.items() if spec.inplace)
 HELD = "@grads"
 """The gradients held between backward and step / zero_grad, as one variable of the liveness."""
 
+LEARNING_RATE = "@lr:"
+"""`LEARNING_RATE + opt`: the learning rate an optimizer with a schedule steps with (the burn
+interpreter's `Optim::lr`), as one variable of the liveness: set by the optimizer's statement (its
+`lr`) and by `sched_step` of a schedule made from it, read by `step(opt)`."""
+LEARNING_RATE_READ = 1
+"""The position `step(opt)` reads its optimizer's learning rate at (after its one argument)."""
+
+
+def learning_rate(opt: str) -> str:
+    """The liveness variable of the learning rate of the optimizer named `opt`."""
+    return LEARNING_RATE + opt
+
+
+def schedules(program: Program) -> dict[str, str]:
+    """Each scheduler name -> the optimizer name its schedules are made from (`sched = step_lr(opt,
+    ...)`). A name bound to schedules of two optimizer names is refused (`ValueError`): which
+    optimizer's learning rate its `sched_step` sets would depend on the run."""
+    made: dict[str, tuple[str, int]] = {}
+    for st in program.statements():
+        if OPS[st.op].result != "scheduler":
+            continue
+        assert st.out is not None
+        opt = st.args[0]
+        first = made.setdefault(st.out, (opt, st.line))
+        if first[0] != opt:
+            raise ValueError(
+                f"render: line {st.line}: `{st.op}` binds `{st.out}` to a schedule of `{opt}`, and line {first[1]} "
+                f"to one of `{first[0]}`: the Rust reproducer renders a scheduler name made from one optimizer only"
+            )
+    return {name: opt for name, (opt, _) in made.items()}
+
 
 @dataclass
 class Operands:
-    """One statement's reads and writes: program names (tensors, optimizers) and `HELD`."""
+    """One statement's reads and writes: program names (tensors, optimizers, schedulers), `HELD`
+    and the learning rates of the optimizers with a schedule (`learning_rate`)."""
 
     reads: list[tuple[str, int]] = field(default_factory=list)
-    """(name, argument position; -1 for `HELD`), in the order the interpreter reads them."""
+    """(name, argument position; -1 for `HELD`, `LEARNING_RATE_READ` for step's learning rate), in
+    the order the interpreter reads them."""
     defs: list[tuple[str, str]] = field(default_factory=list)
-    """(name, role): role "out", "alias" (an in-place op's argument), "opt" or "held"."""
+    """(name, role): role "out", "alias" (an in-place op's argument), "opt", "sched", "lr" (a
+    learning rate) or "held"."""
 
 
 @dataclass
@@ -50,9 +84,11 @@ def tensor_names(program: Program) -> frozenset[str]:
     return frozenset(t.name for t in program.tensors if t.role in ("param", "buffer"))
 
 
-def operands(st: Stmt, params: set[str] | frozenset[str]) -> Operands:
+def operands(st: Stmt, params: set[str] | frozenset[str], scheduled: Mapping[str, str] | None = None) -> Operands:
+    """`scheduled`: `schedules(program)`, for the learning rates of the optimizers that have one."""
     ops = Operands()
     op, args, out = st.op, st.args, st.out
+    scheduled = scheduled or {}
 
     def tensor(i: int) -> None:
         if args[i] not in params:
@@ -61,8 +97,19 @@ def operands(st: Stmt, params: set[str] | frozenset[str]) -> Operands:
     if OPS[op].result == "optimizer":
         assert out is not None
         ops.defs.append((out, "opt"))
+        if out in scheduled.values():
+            ops.defs.append((learning_rate(out), "lr"))
+    elif OPS[op].result == "scheduler":
+        # the schedule starts from the optimizer's `lr` (known statically): no read of it
+        assert out is not None
+        ops.defs.append((out, "sched"))
+    elif op == "sched_step":
+        ops.reads.append((args[0], 0))
+        ops.defs.append((learning_rate(scheduled[args[0]]), "lr"))
     elif op == "step":
         ops.reads += [(args[0], 0), (HELD, -1)]
+        if args[0] in scheduled.values():
+            ops.reads.append((learning_rate(args[0]), LEARNING_RATE_READ))
         ops.defs.append((HELD, "held"))
     elif op == "zero_grad":
         ops.defs.append((HELD, "held"))
@@ -89,7 +136,7 @@ def operands(st: Stmt, params: set[str] | frozenset[str]) -> Operands:
             # a variadic op's last kind repeats (`cat(a, b, c)`)
             if kinds[min(i, len(kinds) - 1)] == "tensor":
                 tensor(i)
-    if out is not None and OPS[op].result != "optimizer":
+    if out is not None and OPS[op].result not in ("optimizer", "scheduler"):
         if not (op in INPLACE and out == args[0]):
             ops.defs.append((out, "out"))
     if op in INPLACE and args[0] not in params:
@@ -104,6 +151,7 @@ def liveness(program: Program) -> Live:
     A loop may run zero times (what is live after it stays live before it), and the timed
     loop's `track` is read after every iteration."""
     params = tensor_names(program)
+    scheduled = schedules(program)
     track = program.settings.track if program.settings.track not in params else None
     timed = timed_loop(program.body)
     live = Live()
@@ -114,7 +162,7 @@ def liveness(program: Program) -> Live:
             if s.op == "repeat":
                 names |= defined(s.body or [])
             else:
-                names |= {n for n, _ in operands(s, params).defs}
+                names |= {n for n, _ in operands(s, params, scheduled).defs}
         return names
 
     def visit(body: Sequence[Stmt], live_out: frozenset[str]) -> frozenset[str]:
@@ -135,13 +183,13 @@ def liveness(program: Program) -> Live:
                 live.defined[st.index] = frozenset(defined(inner))
                 now |= start
                 continue
-            ops = operands(st, params)
+            ops = operands(st, params, scheduled)
             for name, role in ops.defs:
                 live.keep[(st.index, role)] = name in now
             for name, _ in ops.defs:
                 now.discard(name)
             for name, pos in reversed(ops.reads):
-                if pos >= 0:
+                if name != HELD:
                     live.take[(st.index, pos)] = name not in now
                 now.add(name)
         return frozenset(now)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ...contract.ops import OPS
 from ..identifiers import Namespace
 from ..ir import Program
 from .families import IMPORTED_NAMES
@@ -39,6 +40,8 @@ OWN_NAMES = frozenset(
     "device model grads grads_sum newest_grads grad_tmp fresh acc it report_panic info eval_model".split()
     # its helper functions for int and bool tensors
     + "observe_int observe_bool record_exact untracked_json checkpoint_exact".split()
+    # its helper for `soft_update` (a function and the two types it uses)
+    + "soft_update CollectParams SoftUpdater".split()
 )
 IN_SCOPE = frozenset(
     # what its imports and Rust's prelude bring into scope (the sketch's too), and the families'
@@ -98,6 +101,18 @@ class RustNames:
                 self.field(t.module if t.module is not None else t.name)
         for m in program.modules:  # a module without tensors
             self.field(m.name)
+        self._learning_rates: dict[str, str] = {}
+        for st in program.statements():
+            if OPS[st.op].result == "scheduler" and st.args[0] not in self._learning_rates:
+                # after every program name: `opt_lr`, or `opt_lr_` when a program name has it
+                ident = f"{self.local(st.args[0])}_lr"
+                while not self.local.free(ident):
+                    ident += "_"
+                self._learning_rates[st.args[0]] = self.local(ident)
+
+    def learning_rate(self, opt: str) -> str:
+        """The variable of the learning rate an optimizer with a schedule steps with (`opt_lr`)."""
+        return self._learning_rates[opt]
 
     def fresh(self, base: str, protected: Iterable[str]) -> str:
         """A variable of the generated code's own (`base` is one of `OWN_NAMES`, or a name's

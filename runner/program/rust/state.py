@@ -10,6 +10,9 @@ from .liveness import HELD
 
 Dtype = Literal["float", "int", "bool"]
 """A tensor's element type: burn's `Tensor<D>`, `Tensor<D, Int>`, `Tensor<D, Bool>`."""
+ValueKind = Literal["tensor", "lr", "scheduler"]
+"""What a variable holds: a tensor, an optimizer's learning rate (`ModuleLearningRate`) or a
+schedule (`ModuleLrScheduler`)."""
 
 
 @dataclass(frozen=True)
@@ -20,10 +23,15 @@ class Ty:
     rank: int
     transposed: bool = False
     dtype: Dtype = "float"
+    kind: ValueKind = "tensor"
+    """Not a tensor: a learning rate or a schedule (`LEARNING_RATE_TYPE`, `SCHEDULE_TYPE`; rank 0)."""
 
     @property
     def rust(self) -> str:
-        """The Rust type: `Tensor<2>`, `Tensor<1, Int>`, `Tensor<4, Bool>`."""
+        """The Rust type: `Tensor<2>`, `Tensor<1, Int>`, `Tensor<4, Bool>` (or `ModuleLearningRate`,
+        `ModuleLrScheduler`)."""
+        if self.kind != "tensor":
+            return "ModuleLearningRate" if self.kind == "lr" else "ModuleLrScheduler"
         return f"Tensor<{self.rank}>" if self.dtype == "float" else f"Tensor<{self.rank}, {self.dtype.title()}>"
 
     @property
@@ -73,6 +81,21 @@ class OptBinding:
     config: OptConfig
 
 
+LEARNING_RATE_TYPE = Ty(0, kind="lr")
+"""The type of an optimizer's learning rate variable (`liveness.learning_rate`)."""
+SCHEDULE_TYPE = Ty(0, kind="scheduler")
+"""The type of a scheduler variable."""
+
+
+@dataclass(frozen=True)
+class Made:
+    """An optimizer statement as it ran last for its name: its `lr` and which one it was (the
+    burn interpreter's `Optim::initial_lr` and `generation`)."""
+
+    lr: float
+    generation: int
+
+
 @dataclass
 class State:
     vars: dict[str, Binding] = field(default_factory=dict)
@@ -85,6 +108,21 @@ class State:
     """The `model.valid()` snapshot `eval()` took (the interpreter's `eval_model`): the module
     calls use it while it holds a value (eval mode); `train()` leaves the variable without one,
     for the next `eval()` to assign while its block is open."""
+    made: dict[str, Made] = field(default_factory=dict)
+    """Optimizer name -> its newest optimizer statement (bound or dropped at once)."""
+    schedules: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Scheduler name -> (the optimizer name, the `Made.generation`) its schedule was made from."""
+
+    def linked(self, sched: str) -> bool:
+        """The schedule's `sched_step` sets its optimizer's learning rate: the optimizer it was made
+        from is still the one bound to that name (the interpreter's generation check)."""
+        opt, generation = self.schedules[sched]
+        made = self.made.get(opt)
+        return made is not None and made.generation == generation
+
+    def links(self) -> dict[str, bool]:
+        """Every schedule made so far -> `linked` (compared between a loop's iterations)."""
+        return {name: self.linked(name) for name in self.schedules}
 
     @property
     def training(self) -> bool:
@@ -106,6 +144,8 @@ class State:
             grads=dup(self.grads),
             grads_sum=dup(self.grads_sum),
             eval_model=dup(self.eval_model),
+            made=dict(self.made),
+            schedules=dict(self.schedules),
         )
 
     def signature(self, name: str) -> Any:

@@ -1,5 +1,6 @@
 """The Rust a reproducer includes around its statements: the functions that print what the runner
-records (one JSON line per observation, per checkpoint), only those the program calls."""
+records (one JSON line per observation, per checkpoint), and `soft_update`'s `ModuleMapper`; only
+those the program calls."""
 
 from __future__ import annotations
 
@@ -370,9 +371,49 @@ fn checkpoint_exact(step: usize, track: &str, autodiff: Option<bool>) {
 """
 
 
+SOFT_UPDATE = r"""
+// ---- soft_update(target, online, tau) ----
+
+/// Collects a module's float params (and buffers) in visiting order: the online side.
+struct CollectParams(VecDeque<Box<dyn Any>>);
+
+impl ModuleVisitor for CollectParams {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.0.push_back(Box::new(param.val()));
+    }
+}
+
+/// Maps each of the target's float params to `t * (1 - tau) + o * tau`, `o` the online param of
+/// the same place.
+struct SoftUpdater {
+    online: VecDeque<Box<dyn Any>>,
+    tau: f64,
+}
+
+impl ModuleMapper for SoftUpdater {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let online = self
+            .online
+            .pop_front()
+            .and_then(|o| o.downcast::<Tensor<D>>().ok())
+            .expect("soft_update pairs modules of one kind and shape");
+        let tau = self.tau;
+        param.map(|t| t.mul_scalar(1.0 - tau) + online.mul_scalar(tau))
+    }
+}
+
+/// The target moved toward the online module: a `ModuleMapper` over the target.
+fn soft_update<M: Module>(target: M, online: &M, tau: f64) -> M {
+    let mut collect = CollectParams(VecDeque::new());
+    online.visit(&mut collect);
+    target.map(&mut SoftUpdater { online: collect.0, tau })
+}
+"""
+
+
 def helpers(used: Set[str], timed_observes: bool) -> list[str]:
     """The helper functions for the names the statements use (`observe`, `observe_transposed`,
-    `observe_int`, `observe_bool`, `checkpoint`); `timed_observes`: observations inside the timed
+    `observe_int`, `observe_bool`, `checkpoint`, `soft_update`); `timed_observes`: observations inside the timed
     loop (recorded at the checkpoints, the last iteration's printed when it ends)."""
     observes = [f for f in ("observe", "observe_transposed") if f in used]
     exact = [f for f in ("observe_int", "observe_bool") if f in used]
@@ -396,4 +437,6 @@ def helpers(used: Set[str], timed_observes: bool) -> list[str]:
         out.append(CHECKPOINT)
     if "checkpoint_exact" in used:
         out.append(CHECKPOINT_EXACT)
+    if "soft_update" in used:
+        out.append(SOFT_UPDATE)
     return [text.rstrip("\n") for text in out]

@@ -60,18 +60,22 @@ How to add an operation's rendering
    "optimizer") is one function from its attributes to the config chain a port writes, without
    `.init()` (`OPTIMIZERS`, as `sgd` and `adam`); the generator binds it, `step(opt)` writes
    `model = opt.step(lr, model, grads)` and the liveness already treats it as an optimizer.
+   A scheduler (an op whose `result` is "scheduler") is likewise its config chain from its
+   attributes and the optimizer's `lr` (`SCHEDULERS`); the generator binds its `init()`, and
+   keeps the optimizer's learning rate in a variable `sched_step` sets and `step` passes.
    Anything else (`train` / `eval`; a scheduler, clipping, a target network copy) is a function
    `(g, st, state, depth, ctx)` in `STATEMENTS` that writes its lines with what `base.Writer`
    offers of the generator and updates the `State` it changes (`train` / `eval`: the
    `eval_model` snapshot). One that reads or binds program names needs them in the liveness
-   (`../liveness.py` `operands`); one that changes what `step` does (a scheduler's learning rate)
-   needs `OptConfig` / `Generator.step` to learn it: extend `Writer` and the generator there.
+   (`../liveness.py` `operands`); one that changes what `step` does (as a schedule's learning
+   rate does: `Generator.scheduler`, `sched_step`, `learning_rate`) needs `Generator.step` to
+   learn it: extend `Writer` and the generator there.
 4. Test it: a program in `tests/test_program_render_rust.py` `FAMILY_SAMPLE` (built with cargo
    and held to the interpreter's observations; the family's agreement programs are taken by
    index in `_AGREED`; a reproducer whose values are random is listed in `RANDOM` and compared
-   without them); `test_every_operation_renders_or_is_refused` lists the operations still
-   without a rendering (their `render` raises `ValueError` naming them, never a KeyError or
-   broken Rust): only the training family may have one.
+   without them); `test_every_operation_renders_or_is_refused` fails for an operation of the
+   table without a rendering (its `render` raises `ValueError` naming it, never a KeyError or
+   broken Rust): every operation has one.
 """
 
 from __future__ import annotations
@@ -89,10 +93,14 @@ Statement = Callable[[Writer, Stmt, State, int, Ctx], None]
 """A machine-level statement's rendering: writes its own lines."""
 Optimizer = Callable[[Call], str]
 """An optimizer's config chain from its attributes (without `.init()`)."""
+Scheduler = Callable[[Call, float], tuple[str, str]]
+"""A schedule's config type and chain from its attributes and the optimizer's `lr` (without
+`.init()`)."""
 
 OPS: Final[dict[str, Rendering]] = {**layers.OPS, **tensors.OPS, **losses.OPS, **training.OPS}
 STATEMENTS: Final[dict[str, Statement]] = {**training.STATEMENTS}
 OPTIMIZERS: Final[dict[str, Optimizer]] = {**training.OPTIMIZERS}
+SCHEDULERS: Final[dict[str, Scheduler]] = {**training.SCHEDULERS}
 MODULES: Final[dict[str, ModuleRendering]] = {**layers.MODULES}
 IMPORTS: Final[frozenset[str]] = frozenset(
     ["burn::tensor::Int", "burn::tensor::Bool"]  # the element types of int and bool tensors
@@ -107,7 +115,7 @@ IMPORTED_NAMES: Final[frozenset[str]] = frozenset(path.rsplit("::", 1)[1] for pa
 
 def renders(op: str) -> bool:
     """The reproducer has a rendering of this family or machine-level operation."""
-    return op in OPS or op in STATEMENTS or op in OPTIMIZERS
+    return op in OPS or op in STATEMENTS or op in OPTIMIZERS or op in SCHEDULERS
 
 
 def missing_op(op: str, line: int) -> ValueError:

@@ -333,3 +333,15 @@ class Writer(Protocol):
     def own_variable(self, old: Binding | None, base: str, expr: str, depth: int, st: Stmt, note: str) -> Binding:
         """A variable of the code's own bound to `expr` (in place while `old`'s block is open)."""
         raise NotImplementedError
+
+    def module(self, name: str, *, assigned: bool = False) -> str:
+        """The program's module `name` in the training model (`model.target`), as the interpreter's
+        machine changes it (never the `eval()` snapshot); `assigned`: the code assigns it."""
+        raise NotImplementedError
+
+    def use(self, *names: str) -> None:
+        """Items the code names: a helper function of `support` (`soft_update`) or an import of
+        `source._USED_IMPORTS` (`Param`)."""
+
+    def import_(self, path: str) -> None:
+        """A `use` path (one of `families.IMPORTS`)."""

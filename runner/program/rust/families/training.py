@@ -1,27 +1,45 @@
 """Training utilities in the Rust reproducer: the statements the burn interpreter's machine runs
-itself (`rust_probe/src/program/mod.rs`: `Kind::SetMode`, the optimizers), as code (see the
-package docstring for how to add one).
+itself (`rust_probe/src/program/mod.rs`: `Kind::SetMode`, the optimizers, the schedules, the
+target networks), as code (see the package docstring for how to add one).
 
 - `OPTIMIZERS`: op -> the config a port writes (`SgdConfig::new().with_...`, without `.init()`);
   the generator binds it (`let mut opt = ...init();`) and `step(opt)` writes
   `model = opt.step(lr, model, grads)` with the `lr` of the statement.
+- `SCHEDULERS`: op -> the config a port writes from the optimizer's `lr`
+  (`StepLrSchedulerConfig::new(lr, step_size).with_...`, without `.init()`), and its type's name;
+  the generator binds `config.init()` (its error a panic with the interpreter's message), writes
+  the optimizer's learning rate as a variable (`opt_lr`, `ModuleLearningRate`) that
+  `sched_step(sched)` sets (`opt_lr = sched.step();`) and `step(opt)` passes.
 - `STATEMENTS`: op -> a function that writes the statement's lines itself, with what it may use
-  of the generator (`base.Writer`: `g.put`, `g.note`, `g.read_decl`, `g.own_variable`) and the
-  state it changes."""
+  of the generator (`base.Writer`: `g.put`, `g.note`, `g.read_decl`, `g.own_variable`,
+  `g.module`, `g.use`) and the state it changes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Final
 
+from ....contract.ops import OPS as SPECS
+from ....contract.ops import AttrValue
 from .base import Call, Ctx, Expr, State, Stmt, Writer, literals
 
 IMPORTS: Final = (
     "burn::optim::SgdConfig",
     "burn::optim::AdamConfig",
+    "burn::optim::AdamWConfig",
+    "burn::optim::RmsPropConfig",
     "burn::optim::momentum::MomentumConfig",
     "burn::optim::grad_clipping::GradientClippingConfig",
     "burn::optim::decay::WeightDecayConfig",
+    "burn::optim::lr_scheduler::step::StepLrSchedulerConfig",
+    "burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig",
+    "burn::optim::lr_scheduler::linear::LinearLrSchedulerConfig",
+    "burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate",
+    # `soft_update`'s helper (`support.SOFT_UPDATE`)
+    "burn::module::ModuleMapper",
+    "burn::module::ModuleVisitor",
+    "std::any::Any",
+    "std::collections::VecDeque",
 )
 
 
@@ -68,7 +86,78 @@ def adam(c: Call) -> str:
     return config + _weight_decay(c) + _clipping(c, "with_grad_clipping")
 
 
-OPTIMIZERS: Final = {"sgd": sgd, "adam": adam}
+def adamw(c: Call) -> str:
+    """As the interpreter's `build_optimizer`: each `with_*` only for a given attribute (a weight
+    decay of 0 too: AdamW's is a plain f32, 1e-4 by default)."""
+    c.use("burn::optim::AdamWConfig")
+    config = "AdamWConfig::new()"
+    for key, method in (
+        ("beta1", "with_beta_1"),
+        ("beta2", "with_beta_2"),
+        ("eps", "with_epsilon"),
+        ("weight_decay", "with_weight_decay"),
+    ):
+        if c.has(key):
+            config += f".{method}({literals.f32(c.num(key))})"
+    if c.has("amsgrad"):
+        config += f".with_amsgrad({'true' if c.flag('amsgrad') else 'false'})"
+    return config + _clipping(c, "with_grad_clipping")
+
+
+def rmsprop(c: Call) -> str:
+    """As the interpreter's `build_optimizer`: each `with_*` only for a given attribute (a momentum
+    of 0 too: burn's default is 0.9); the weight decay a `WeightDecayConfig` when not 0."""
+    c.use("burn::optim::RmsPropConfig")
+    config = "RmsPropConfig::new()"
+    for key, method in (("alpha", "with_alpha"), ("eps", "with_epsilon"), ("momentum", "with_momentum")):
+        if c.has(key):
+            config += f".{method}({literals.f32(c.num(key))})"
+    if c.has("centered"):
+        config += f".with_centered({'true' if c.flag('centered') else 'false'})"
+    return config + _weight_decay(c) + _clipping(c, "with_grad_clipping")
+
+
+OPTIMIZERS: Final = {"sgd": sgd, "adam": adam, "adamw": adamw, "rmsprop": rmsprop}
+
+
+def step_lr(c: Call, lr: float) -> tuple[str, str]:
+    c.use("burn::optim::lr_scheduler::step::StepLrSchedulerConfig")
+    config = f"StepLrSchedulerConfig::new({literals.f64(lr)}, {c.integer('step_size')})"
+    if c.has("gamma"):
+        config += f".with_gamma({literals.f64(c.num('gamma'))})"
+    return "StepLrSchedulerConfig", config
+
+
+def cosine_lr(c: Call, lr: float) -> tuple[str, str]:
+    c.use("burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig")
+    config = f"CosineAnnealingLrSchedulerConfig::new({literals.f64(lr)}, {c.integer('t_max')})"
+    if c.has("eta_min"):
+        config += f".with_min_lr({literals.f64(c.num('eta_min'))})"
+    return "CosineAnnealingLrSchedulerConfig", config
+
+
+def linear_lr(c: Call, lr: float) -> tuple[str, str]:
+    """burn's config has no defaults: a factor or count the program omits is torch's (the table's
+    `torch_default`, the interpreter's `torch_defaults::LINEAR_LR_*`); the learning rates are the
+    optimizer's `lr` times the factors, multiplied at run time as the interpreter does."""
+    c.use("burn::optim::lr_scheduler::linear::LinearLrSchedulerConfig")
+    spec = SPECS["linear_lr"]
+
+    def given(key: str) -> AttrValue:
+        attr = spec.attr(key)
+        assert attr is not None and attr.torch_default is not None, key
+        return c.attrs.get(key, attr.torch_default)
+
+    start, end, iters = given("start_factor"), given("end_factor"), given("total_iters")
+    assert isinstance(start, (int, float)) and isinstance(end, (int, float)) and isinstance(iters, int)
+    lr_text = literals.f64(lr)
+    config = (
+        f"LinearLrSchedulerConfig::new({lr_text} * {literals.f64(start)}, {lr_text} * {literals.f64(end)}, {iters})"
+    )
+    return "LinearLrSchedulerConfig", config
+
+
+SCHEDULERS: Final = {"step_lr": step_lr, "cosine_lr": cosine_lr, "linear_lr": linear_lr}
 
 
 def eval_(g: Writer, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
@@ -91,7 +180,54 @@ def train(g: Writer, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
     state.eval_model.value = False
 
 
-STATEMENTS: Final = {"train": train, "eval": eval_}
+def copy_module(g: Writer, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+    """`target = online.clone()` on the training model (the interpreter's `Kind::CopyModule`; an
+    `eval()` snapshot taken before keeps the old target): the online module itself, its
+    `ParamId`s and tensors."""
+    target, online = st.args
+    source = g.module(online)
+    g.put(
+        depth,
+        f"{g.module(target, assigned=True)} = {source}.clone();",
+        st,
+        "the online module itself, its ParamIds too",
+    )
+
+
+def soft_update(g: Writer, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+    """`soft_update(target, online, tau)`: the helper's `ModuleMapper` maps each of the target's
+    float params (and buffers) to `t * (1 - tau) + o * tau`, as the interpreter's
+    `Kind::SoftUpdate` does."""
+    target, online = st.args
+    tau = literals.num(st.attrs, "tau")
+    g.use("soft_update", "Module", "Param")
+    for path in (
+        "burn::module::ModuleMapper",
+        "burn::module::ModuleVisitor",
+        "std::any::Any",
+        "std::collections::VecDeque",
+    ):
+        g.import_(path)
+    moved = g.module(target)
+    source = g.module(online)
+    g.put(depth, f"{g.module(target, assigned=True)} = soft_update({moved}, &{source}, {literals.f64(tau)});", st)
+
+
+def module_no_grad(g: Writer, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
+    """`m = m.no_grad()` (`Module::no_grad`: every float param's `require_grad` false, until set
+    again; the interpreter's `Kind::ModuleNoGrad`)."""
+    (name,) = st.args
+    module = g.module(name)
+    g.put(depth, f"{g.module(name, assigned=True)} = {module}.no_grad();", st, "persistent, not a scope")
+
+
+STATEMENTS: Final = {
+    "train": train,
+    "eval": eval_,
+    "copy_module": copy_module,
+    "soft_update": soft_update,
+    "module_no_grad": module_no_grad,
+}
 
 OPS: Final[dict[str, Callable[[Call], Expr]]] = {}
 """A training operation that is a plain function of its arguments (the table's `family`), as in
