@@ -75,6 +75,13 @@ class _Worker:
         self.stdin.flush()
         return self.next_id
 
+    def send_many(self, programs: list[dict[str, Any]], dtype: str) -> int:
+        """One request for many programs: the worker runs them in one call (burn: `run_programs`)."""
+        self.next_id += 1
+        self.stdin.write(json.dumps({"id": self.next_id, "programs": programs, "dtype": dtype}) + "\n")
+        self.stdin.flush()
+        return self.next_id
+
     def stderr_tail(self) -> str:
         self.stderr.seek(0, os.SEEK_END)
         size = self.stderr.tell()
@@ -214,6 +221,37 @@ class WorkerPool:
             results[i] = answer["result"]
         feeder.join(timeout=5)
         return [r if r is not None else _failure("crash", "lost") for r in results]
+
+    def run_many(
+        self, programs: list[dict[str, Any]], runs: tuple[tuple[str, str], ...] = (("torch", "float32"), ("burn", "float32"))
+    ) -> dict[tuple[str, str], list[Result]]:
+        """Every program under each (framework, dtype) of `runs`, batched: one request per run
+        and framework, the frameworks' workers busy at once (a framework's second run is sent
+        behind its first). A batch whose worker dies or hangs is run again one program at a
+        time, each in a fresh worker, so the culprit is named and the others keep their results."""
+        if not programs:
+            return {run: [] for run in runs}
+        sent: list[tuple[tuple[str, str], _Worker, int]] = []
+        for fw, dtype in runs:
+            worker = self._worker(fw)
+            try:
+                sent.append(((fw, dtype), worker, worker.send_many(programs, dtype)))
+            except (BrokenPipeError, OSError):
+                self._drop(fw)
+                worker = self._worker(fw)
+                sent.append(((fw, dtype), worker, worker.send_many(programs, dtype)))
+        out: dict[tuple[str, str], list[Result]] = {}
+        # A batch's deadline: the per-program timeout, twice (batches are small and fast; a hang
+        # costs this once, then the per-program reruns find it).
+        deadline = time.monotonic() + 2 * self.timeout_s
+        for (fw, dtype), worker, request in sent:
+            answer = self._read(worker, deadline)
+            if answer is not None and answer.get("id") == request and len(answer.get("results", ())) == len(programs):
+                out[(fw, dtype)] = answer["results"]
+                continue
+            self._drop(fw, worker)
+            out[(fw, dtype)] = [self._single(fw, p, dtype) for p in programs]
+        return out
 
     def _single(self, framework: str, program: dict[str, Any], dtype: str) -> Result:
         return self.run_pair(program, (framework,), dtype)[framework]
