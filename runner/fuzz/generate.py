@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from ..contract.ops import OPS, REQUIRED, AttrValue
 from ..program.ir import ModuleDecl, ParsedProgram, Stmt, walk
-from .rules import RULES, Builder, Chooser, Value, coin, draw_attr, generic, generated_ops, pick, shape_of
+from .rules import RULES, Builder, Chooser, Value, coin, draw_attr, generated_ops, generic, pick, shape_of
 
 LOOP_ITERATIONS = 200
 OPTIMIZERS = tuple(name for name, spec in OPS.items() if spec.category == "optimizer" and spec.result == "optimizer")
@@ -176,7 +176,13 @@ def build(c: Chooser, max_ops: int = 8) -> ParsedProgram:
         del b.body[loop_start:]
         b.body.append(
             Stmt.model_construct(
-                index=0, line=0, op="repeat", args=[], out=None, attrs={"count": LOOP_ITERATIONS, "var": "i"}, body=inner
+                index=0,
+                line=0,
+                op="repeat",
+                args=[],
+                out=None,
+                attrs={"count": LOOP_ITERATIONS, "var": "i"},
+                body=inner,
             )
         )
         for name in observed:

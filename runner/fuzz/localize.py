@@ -177,6 +177,7 @@ class Judged:
     divergences: Counter[str] = field(default_factory=Counter)  # "new:values", "known:ID"
     filtered: Counter[str] = field(default_factory=Counter)
     causes: list[Cause] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)  # every new cause's signature it showed
     replays: int = 0
 
 
@@ -243,7 +244,9 @@ class Localizer:
             candidates.append(Candidate("growth", None, grew, inst, kind="program"))
         if status is None and grew is None and not any(v.differ or v.missing for v in labels.values()):
             return judged  # the fast path: everything agrees
-        any_grads = any("grads" in v.differ for v in labels.values())
+        param_labels = {x for s in sites if s.op == "backward" for x in s.params_after.values()}
+        param_labels |= {x for s in sites if s.op == OPTIMIZER_STEP for x in s.params_before.values()}
+        any_grads = any("grads" in labels[x].differ for x in param_labels if x in labels)
         to, bo = observations(t), observations(b)
         types = dtypes(parsed)
         to_replay: list[tuple[Site, str]] = []
@@ -381,7 +384,13 @@ class Localizer:
         return {"name": "m", "kind": decl.kind, "attrs": dict(decl.attrs)}, values
 
     def _replay_candidates(
-        self, site: Site, program: ParsedProgram, args: list[Arg], kind: str, rr: tuple[Result, Result, Result], judged: Judged
+        self,
+        site: Site,
+        program: ParsedProgram,
+        args: list[Arg],
+        kind: str,
+        rr: tuple[Result, Result, Result],
+        judged: Judged,
     ) -> list[Candidate]:
         t, b, r = rr
         out: list[Candidate] = []
@@ -412,9 +421,10 @@ class Localizer:
         judged.divergences[f"new:{cand.oracle}"] += 1
         oracle, op, attrs, region, side = self._classify(cand)
         signature = f"{oracle}:{op}{'.' + attrs if attrs else ''}:{region}:{side}"
+        judged.seen.add(signature)
         if signature in found or any(c.signature == signature for c in judged.causes):
             return
-        program, evaluations = self._smallest(cand, signature, judged)
+        program, evaluations, label = self._smallest(cand, signature, judged)
         judged.causes.append(
             Cause(
                 signature,
@@ -428,7 +438,7 @@ class Localizer:
                 judged.index,
                 cand.site.index if cand.site is not None else None,
                 _words(cand, op, attrs, region),
-                detail=dict(d.detail),
+                detail={**d.detail, "label": label},
                 evaluations=evaluations,
             )
         )
@@ -564,7 +574,11 @@ class Localizer:
                 return "recorded"
             try:
                 program = ParsedProgram.model_validate(
-                    {"tensors": tensors, "modules": [m.model_dump() for m in cand.replay.modules], "body": cand.replay.model_dump()["body"]}
+                    {
+                        "tensors": tensors,
+                        "modules": [m.model_dump() for m in cand.replay.modules],
+                        "body": cand.replay.model_dump()["body"],
+                    }
                 )
             except ValueError:
                 continue
@@ -582,21 +596,23 @@ class Localizer:
             return "all"
         return "+".join(showing) if showing else "recorded"
 
-    def _smallest(self, cand: Candidate, signature: str, judged: Judged) -> tuple[ParsedProgram, int]:
-        """The case's program: the replay without what the oracle does not need (its attributes
-        that do not matter reset), or the generated program shrunk."""
+    def _smallest(self, cand: Candidate, signature: str, judged: Judged) -> tuple[ParsedProgram, int, str | None]:
+        """The case's program: the replay without what the oracle does not need, or the
+        generated program shrunk; and the label that shows the cause in it."""
         if cand.replay is not None:
             program = cand.replay
             if cand.kind == "op" and cand.oracle == "values" and cand.site is not None:
                 trimmed = _without_gradient(program)
                 if trimmed is not None:
                     program = trimmed
-            return program, 0
+            return program, 0, cand.label
         if not self.shrink:
-            return judged.program, 0
-        return self._shrink(judged.program, judged.index, signature)
+            return judged.program, 0, cand.label
+        return self._shrink(judged.program, judged.index, signature, cand.label)
 
-    def _shrink(self, program: ParsedProgram, index: int, signature: str) -> tuple[ParsedProgram, int]:
+    def _shrink(
+        self, program: ParsedProgram, index: int, signature: str, label: str | None
+    ) -> tuple[ParsedProgram, int, str | None]:
         """Statements removed one at a time (their observations with them) while the program
         still shows the same signature."""
         evaluations = 0
@@ -622,11 +638,13 @@ class Localizer:
                 finally:
                     self.shrink = True
                 self.shrink = False
-                if any(c.signature == signature for c in result.causes):
+                match = next((c for c in result.causes if c.signature == signature), None)
+                if match is not None:
                     current, progress = smaller, True
+                    label = match.detail.get("label")
                     break
         self.shrink = True
-        return _unused_declarations_dropped(current), evaluations
+        return _unused_declarations_dropped(current), evaluations, label
 
 
 # ---- helpers -------------------------------------------------------------------------------------
@@ -664,7 +682,9 @@ def _without_gradient(program: ParsedProgram) -> ParsedProgram | None:
         if t["role"] == "param" and t["module"] is None:
             t["role"] = "input" if t["dtype"] == "float" else t["role"]
     try:
-        base = ParsedProgram.model_validate({"tensors": tensors, "modules": [m.model_dump() for m in program.modules], "body": []})
+        base = ParsedProgram.model_validate(
+            {"tensors": tensors, "modules": [m.model_dump() for m in program.modules], "body": []}
+        )
         return renumber(base, keep)
     except ValueError:
         return None
@@ -740,6 +760,19 @@ def _site_state(site: Site, labels: dict[str, Label]) -> str:
     seen = [labels.get(x) for x in inputs + outputs]
     if (inputs or outputs) and all(v is None for v in seen):
         return "unreached"
+    if site.op == "backward":
+        # A backward changes gradients only: the params' values it sees are its inputs.
+        after = [labels[x] for x in outputs if x in labels]
+        if any(v.missing or (v.differ - {"grads"}) for v in after):
+            return "tainted"
+        return "origin" if any("grads" in v.differ for v in after) else "agree"
+    if site.op == OPTIMIZER_STEP:
+        # A step changes values; what it leaves of the gradients is a known difference (burn's
+        # step consumes them), judged on the generated program's own observations.
+        if any(labels.get(x) is None or labels[x].missing or labels[x].differ for x in inputs):
+            return "tainted"
+        after = [labels[x] for x in outputs if x in labels]
+        return "origin" if any("values" in v.differ for v in after) else "agree"
     if any((labels.get(x) is None or labels[x].missing or labels[x].differ) for x in inputs):
         return "tainted"
     if any(labels.get(x) is None or labels[x].missing for x in outputs):
@@ -836,7 +869,14 @@ def _words(cand: Candidate, op: str, attrs: str, region: str) -> str:
     a, b = d.get("a"), d.get("b")
     what = {"values": "value", "grads": "gradient", "flags": "autodiff flags"}.get(cand.oracle, cand.oracle)
     call = f"`{op}`" + (f" with {attrs}" if attrs else "")
-    if cand.runs is not None and cand.kind == "op" and isinstance(a, list) and isinstance(b, list) and a and len(a) == len(b):
+    if (
+        cand.runs is not None
+        and cand.kind == "op"
+        and isinstance(a, list)
+        and isinstance(b, list)
+        and a
+        and len(a) == len(b)
+    ):
         i = max(range(len(a)), key=lambda j: abs(float(a[j]) - float(b[j])))
         xs = [arg.values[i] for arg in cand.args if arg.dtype == "float" and len(arg.values) == len(a)]
         at = f" at x = {_fmt(xs[0])}" if len(xs) == 1 else (f" at ({', '.join(_fmt(x) for x in xs)})" if xs else "")

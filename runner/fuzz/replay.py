@@ -114,17 +114,23 @@ def op_replay(
     body.append({**_stmt("observe", ["out"]), "attrs": {"label": "out", "values": True}})
     if gradient and out_shape is not None:
         n = math.prod(out_shape) if out_shape else 1
-        tensors.append({"name": "up", "role": "input", "shape": _shape(out_shape), "init": "values", "values": upstream(n)})
+        tensors.append(
+            {"name": "up", "role": "input", "shape": _shape(out_shape), "init": "values", "values": upstream(n)}
+        )
         body += [_stmt("mul", ["out", "up"], "w"), _stmt("sum", ["w"], "loss"), _stmt("backward", ["loss"])]
         for name in float_args:
             body.append({**_stmt("observe", [name]), "attrs": {"label": name, "values": True}})
         for p in module_values:
-            body.append({**_stmt("observe", [f"{module['name']}.{p}" if module else p]), "attrs": {"label": p, "values": True}})
+            body.append(
+                {**_stmt("observe", [f"{module['name']}.{p}" if module else p]), "attrs": {"label": p, "values": True}}
+            )
     parsed = _parsed(tensors, modules, module_values)
     return renumber(parsed, body)
 
 
-def _parsed(tensors: list[dict[str, Any]], modules: list[dict[str, Any]], values: dict[str, list[float]]) -> ParsedProgram:
+def _parsed(
+    tensors: list[dict[str, Any]], modules: list[dict[str, Any]], values: dict[str, list[float]]
+) -> ParsedProgram:
     from ..program.ir import ModuleDecl
 
     specs = [dict(t) for t in tensors]
@@ -189,12 +195,18 @@ def flag_replay(site: Site, arg: Arg) -> ParsedProgram:
     tensors: list[dict[str, Any]] = []
     body: list[dict[str, Any]] = []
     if arg.leaf_param:
-        tensors.append({"name": "a0", "role": "param", "shape": _shape(arg.shape), "init": "values", "values": arg.values})
+        tensors.append(
+            {"name": "a0", "role": "param", "shape": _shape(arg.shape), "init": "values", "values": arg.values}
+        )
     elif arg.tracked:
-        tensors.append({"name": "src", "role": "param", "shape": _shape(arg.shape), "init": "values", "values": arg.values})
+        tensors.append(
+            {"name": "src", "role": "param", "shape": _shape(arg.shape), "init": "values", "values": arg.values}
+        )
         body.append(_stmt("mul_scalar", ["src"], "a0", scalar=1.0))
     else:
-        tensors.append({"name": "a0", "role": "input", "shape": _shape(arg.shape), "init": "values", "values": arg.values})
+        tensors.append(
+            {"name": "a0", "role": "input", "shape": _shape(arg.shape), "init": "values", "values": arg.values}
+        )
     spec = OPS[site.op]
     if spec.result == "tensor":
         body.append(_stmt(site.op, ["a0"], "out", **site.stmt.attrs))

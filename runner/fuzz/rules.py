@@ -192,7 +192,9 @@ def _infer(op: str, attrs: tuple[tuple[str, Any], ...], shapes: tuple[tuple[int,
     return tuple(out.shape), dtype
 
 
-def infer(op: str, attrs: dict[str, AttrValue], shapes: Sequence[tuple[int, ...]]) -> tuple[tuple[int, ...], str] | None:
+def infer(
+    op: str, attrs: dict[str, AttrValue], shapes: Sequence[tuple[int, ...]]
+) -> tuple[tuple[int, ...], str] | None:
     """The result's torch shape and element type of `op` on float operands of `shapes`, or None
     when torch refuses the combination."""
     key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()))
