@@ -150,7 +150,20 @@ def build(c: Chooser, max_ops: int = 8) -> ParsedProgram:
     last = tracked[-1] if tracked else next(v for v in b.values if v.param)
     if c.integer(0, 9) == 0:
         _special(c, b, last)
-    b.stmt(pick(c, ("sum", "mean")), [last.name], "loss")
+    # The loss reaches every tracked result nothing else used: each statement's gradient counts.
+    used = {a for s in b.body for a in s.args}
+    dangling = [v for v in tracked if v.name not in used and v.name != last.name and not v.param][-2:]
+    terms = []
+    for v in [*dangling, last]:
+        term = b.fresh("l")
+        b.stmt(pick(c, ("sum", "mean")), [v.name], term)
+        terms.append(term)
+    total = terms[0]
+    for term in terms[1:]:
+        added = b.fresh("l")
+        b.stmt("add", [total, term], added)
+        total = added
+    b.stmt("clone", [total], "loss")
     if optimizer and (loop or coin(c)):
         b.stmt("zero_grad", ["opt"])
     b.stmt("backward", ["loss"], None, retain_graph=False, accumulate=False)

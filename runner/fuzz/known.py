@@ -78,18 +78,42 @@ def _message(d: Divergence, side: str, text: str) -> bool:
     return d.cls == "status" and text in str(d.detail.get(f"{side}_message") or "")
 
 
+def _after_step(program: Program, label: str | None) -> bool:
+    """The label's observation comes after an optimizer step (in program order)."""
+    stepped = False
+    for s in _stmts(program):
+        if s.op == "step":
+            stepped = True
+        if s.op == "observe" and s.attrs.get("label") == label:
+            return stepped
+    return False
+
+
 def _step_consumes(d: Divergence, program: Program) -> bool:
     return (
         d.cls == "grads"
-        and str(d.label or "").endswith(" after step")
         and d.detail.get("b") == "none"
         and d.detail.get("a") != "none"
+        and (str(d.label or "").endswith(" after step") or _after_step(program, d.label))
     )
+
+
+def _adam_default_eps(d: Divergence, program: Program) -> bool:
+    """Adam without `eps`: each framework's default (torch 1e-8, burn 1e-5), which differ where
+    gradients are small (the step is m / (sqrt(v) + eps))."""
+    return d.cls in ("values", "grads") and any(s.op == "adam" and "eps" not in s.attrs for s in _stmts(program))
+
+
+def _burn_unsupported(d: Divergence, program: Program) -> bool:
+    """burn's outcome is `unsupported`: a construct the operation table says burn 0.22.1 has no
+    equivalent for (an operation, an attribute value, operands of unequal rank)."""
+    return d.cls == "status" and d.detail.get("burn_outcome") == "unsupported"
 
 
 def _clone_of_param(d: Divergence, program: Program) -> bool:
     """The label's tensor is a param through clones only (and in-place require_grad)."""
-    return d.cls == "grads" and _label_tensor(program, d.label) in _param_aliases(program)
+    tensor = _label_tensor(program, d.label)
+    return d.cls == "grads" and tensor in _param_aliases(program) - _params(program)
 
 
 def _graph_kept_grows(d: Divergence, program: Program) -> bool:
@@ -193,6 +217,18 @@ REGISTRY: tuple[Known, ...] = (
         "the gradient of p / p is exactly 0 in torch and one rounding error in burn; Adam makes that a full step",
         "values-repeat-div-sum-zero-grad-backward-step-d8175c05",
         _self_division_under_adam,
+    ),
+    Known(
+        "adam-default-eps",
+        "Adam with eps omitted: burn's default is 1e-5, torch's 1e-8; the steps differ where gradients are small",
+        "optimizers_100_steps",
+        _adam_default_eps,
+    ),
+    Known(
+        "burn-unsupported",
+        "a construct burn 0.22.1 has no equivalent for (the operation table's burn column): outcome unsupported",
+        "tests/test_fuzz.py::test_burn_unsupported_is_a_known_difference",
+        _burn_unsupported,
     ),
     Known(
         "clone-of-param-is-the-param",

@@ -308,7 +308,13 @@ class Localizer:
             a, bv = _sides(to, bo, label, cls)
             candidates.append(Candidate(cls, site, Divergence(cls, label, {"a": a, "b": bv}), inst, label=label))
             candidates[-1].kind = "program"
+        # A divergence a replay localized explains what follows from it: a backward's gradients,
+        # a later observation (they are not causes of their own).
+        localized = any(c.replay is not None and c.oracle in ("values", "grads", "flags") for c in candidates)
         for cand in candidates:
+            if localized and cand.kind == "program" and cand.oracle in ("values", "grads", "flags"):
+                judged.filtered["explained"] += 1
+                continue
             self._settle(cand, judged, found)
         judged.fully_judged = judged.unjudged == 0
         return judged
@@ -401,13 +407,14 @@ class Localizer:
         for verdict in labels.values():
             judged.filtered.update(verdict.filtered)
         to, bo = observations(t), observations(b)
-        for label in sorted(labels, key=lambda x: (x != "out", x)):
-            verdict = labels[label]
-            for cls in ("values", "flags", "grads"):
-                if cls in verdict.differ:
+        # One candidate per replay: a wrong value explains a wrong gradient of it (so the value
+        # is the cause), a gradient that differs while the values agree is a cause of its own.
+        for cls in ("values", "flags", "grads"):
+            for label in sorted(labels, key=lambda x: (x != "out", x)):
+                if cls in labels[label].differ:
                     a, bv = _sides(to, bo, label, cls)
                     d = Divergence(cls, label, {"a": a, "b": bv})
-                    out.append(Candidate(cls, site, d, program, program, rr, label, args, kind))
+                    return [Candidate(cls, site, d, program, program, rr, label, args, kind)]
         return out
 
     # ---- a candidate: known, or a cause ----------------------------------------------------------

@@ -26,6 +26,7 @@ from ..program.ir import ParsedProgram, Stmt, walk
 from .instrument import Site, renumber
 
 Obs = dict[str, Any]
+STEPS = 10  # optimizer steps of a step replay: a rule's effect accumulates past the tolerance
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def step_replay(
     optimizer: Stmt, params: dict[str, tuple[Arg, list[float] | None]], attrs: dict[str, AttrValue] | None = None
 ) -> ParsedProgram:
     """The optimizer stepping params that hold the recorded values with the recorded gradients
-    (constant: `sum(p * g)`), three times; the params observed."""
+    (constant: `sum(p * g)`), `STEPS` times; the params observed."""
     tensors: list[dict[str, Any]] = []
     body: list[dict[str, Any]] = [_stmt(optimizer.op, [], "opt", **(optimizer.attrs if attrs is None else attrs))]
     inner: list[dict[str, Any]] = [_stmt("zero_grad", ["opt"])]
@@ -183,7 +184,7 @@ def step_replay(
         inner.append(_stmt("add", [total, term], f"t{j}"))
         total = f"t{j}"
     inner += [_stmt("backward", [total]), _stmt("step", ["opt"])]
-    body.append({**_stmt("repeat", []), "attrs": {"count": 3, "var": "i"}, "body": inner})
+    body.append({**_stmt("repeat", []), "attrs": {"count": STEPS, "var": "i"}, "body": inner})
     for p in names:
         body.append({**_stmt("observe", [p]), "attrs": {"label": p, "values": True}})
     return renumber(ParsedProgram.model_validate({"tensors": tensors, "modules": [], "body": []}), body)

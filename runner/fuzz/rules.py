@@ -34,6 +34,17 @@ PURE_CATEGORIES = frozenset({"math", "tensor", "layer", "loss"})
 # both sides, where saturating activations and clamps show what they do at their extremes.
 EDGE_VALUES = (0.0, 1e-4, -1e-4, 0.3, -0.3, 1.0, -1.0, 2.5, -2.5, 4.5, -4.5, 6.0, -6.0, 9.0, -9.0)
 NICE_FLOATS = (0.5, 0.1, 0.9, 2.0, 1.0, 0.01, -0.5, -1.0, 3.0, 0.0)
+# Values of hyperparameters as training code writes them (a weight decay of 2 makes every run
+# explode, and then every comparison is a float32 race).
+NICE_BY_NAME: dict[str, tuple[float, ...]] = {
+    "weight_decay": (0.0, 0.01, 0.1),
+    "momentum": (0.0, 0.9, 0.5),
+    "dampening": (0.0, 0.1, 0.5),
+    "beta1": (0.9, 0.5),
+    "beta2": (0.999, 0.99),
+    "eps": (1e-8, 1e-6),
+    "label_smoothing": (0.1, 0.5),
+}
 
 
 class Chooser(Protocol):
@@ -162,7 +173,7 @@ def draw_attr(c: Chooser, a: AttrSpec, rank: int) -> AttrValue | None:
         high = min(high, int(a.maximum) - (1 if a.maximum_exclusive else 0)) if a.maximum is not None else high
         return c.integer(low, high) if low <= high else None
     if a.type == "float":
-        fits = [x for x in NICE_FLOATS if _in_range(a, x)]
+        fits = [x for x in NICE_BY_NAME.get(a.name, NICE_FLOATS) if _in_range(a, x)]
         return pick(c, fits) if fits else None
     return None  # int lists need a rule
 

@@ -11,6 +11,8 @@
 pub mod compile;
 pub mod families;
 pub mod ir;
+#[cfg(feature = "mutants")]
+pub mod mutants;
 pub mod ops;
 pub mod p10_ir;
 pub mod value;
@@ -265,8 +267,12 @@ fn build_optimizer(config: &OptimizerConfig) -> ModuleOptimizer {
                         .with_nesterov(a.nesterov),
                 ));
             }
-            if a.weight_decay != 0.0 {
-                c = c.with_weight_decay(Some(WeightDecayConfig::new(a.weight_decay as f32)));
+            #[cfg(feature = "mutants")]
+            let weight_decay = mutants::sgd_weight_decay(a.weight_decay);
+            #[cfg(not(feature = "mutants"))]
+            let weight_decay = a.weight_decay;
+            if weight_decay != 0.0 {
+                c = c.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
             }
             c.init()
         }
