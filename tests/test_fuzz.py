@@ -367,17 +367,28 @@ def test_localization_names_the_first_statement_whose_values_differ(tmp_path):
 
 
 def test_a_known_difference_does_not_hide_the_rest_of_the_program(tmp_path):
-    """burn panics at a second backward (known); the tanh after it still gets judged, by a
-    replay on torch's inputs, and the planted bug in it is found."""
+    """burn refuses `retain_graph=True` (known: unsupported) and runs nothing; every statement
+    still gets judged, by a replay on torch's inputs, and the planted bug in tanh is found."""
     setup, _ = PLANTED["value at an edge"]
-    worker = fake_worker(tmp_path, "", setup)
+    # burn's way with `retain_graph=True`, as the real probe does it: unsupported, before anything runs
+    unsupported = textwrap.dedent("""
+        run0 = torch_interp.run
+        def run_like_burn(program, *a, **k):
+            if any(st.get("attrs", {}).get("retain_graph") for st in program["body"]):
+                failure = {"op_index": 2, "op": "backward", "line": 2, "iteration": None, "message": "no retain_graph"}
+                return {"outcome": "unsupported", "failure": failure, "observations": [], "step_ms": [],
+                        "checkpoints": [], "rss_samples": [], "setup_ms": 0.0}
+            return run0(program, *a, **k)
+        torch_interp.run = run_like_burn
+    """)
+    worker = fake_worker(tmp_path, "", setup + unsupported)
     source = (
-        "p = param(2, values=[2.0, 3.0])\nloss = sum(exp(p))\nbackward(loss)\nbackward(loss)\n"
+        "p = param(2, values=[2.0, 3.0])\nloss = sum(p * 3.0)\nbackward(loss, retain_graph=True)\n"
         "b = p * 3.0\nc = tanh(b)\nobserve(c)"
     )
     with WorkerPool(timeout_s=60, commands={"burn": worker}) as p:
         judged = Localizer(p).judge([(0, syntax.parse(source, where="t"))])[0]
-    assert "known:consumed-tape-panic" in judged.divergences
+    assert "known:burn-unsupported" in judged.divergences
     assert [c.op for c in judged.causes] == ["tanh"] and judged.fully_judged
 
 

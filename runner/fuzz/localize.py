@@ -250,6 +250,7 @@ class Localizer:
         to, bo = observations(t), observations(b)
         types = dtypes(parsed)
         to_replay: list[tuple[Site, str]] = []
+        unjudged: list[Site] = []
         for site in sites:
             state = _site_state(site, labels)
             if state == "agree":
@@ -271,8 +272,11 @@ class Localizer:
                     Candidate(cls, site, Divergence(cls, label, {"a": a, "b": bv}), inst, label=label, kind="program")
                 )
             else:
-                judged.unjudged += 1
-        if any_grads or status is not None or any(state != "origin" for _, state in to_replay):
+                unjudged.append(site)
+        gradients = any_grads or status is not None or any(state != "origin" for _, state in to_replay)
+        # A backward is judged by the vector–Jacobian products of the statements it goes through.
+        judged.unjudged += sum(1 for site in unjudged if not (gradients and site.op == "backward"))
+        if gradients:
             chosen = {s.index for s, _ in to_replay}
             for site in sites:
                 if site.index not in chosen and pure(site.op) and OPS[site.op].differentiable:
