@@ -89,8 +89,8 @@ class Stats:
             self.first_seen[sig] = min(index, self.first_seen.get(sig, index))
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        return {k: dict(v) if isinstance(v, Counter) else v for k, v in data.items()}
+        # not `asdict`: it rebuilds a Counter from its items, counting the pairs
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in self.__dict__.items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Stats:
@@ -112,7 +112,8 @@ def cause_to_dict(cause: Cause) -> dict[str, Any]:
     data = {k: v for k, v in cause.__dict__.items() if k not in ("program", "original")}
     data["program"] = syntax.unparse(cause.program)
     data["original"] = syntax.unparse(cause.original)
-    return json.loads(json.dumps(data, default=str))
+    plain: dict[str, Any] = json.loads(json.dumps(data, default=str))
+    return plain
 
 
 def cause_from_dict(data: dict[str, Any]) -> Cause:

@@ -31,8 +31,8 @@ def run_cluster(address: str, spec: ShardSpec, coordinator: Coordinator, on_prog
     """Shard the campaign over the cluster at `address`; the number of shards run."""
     from distributed import Client, as_completed
 
-    with Client(address, timeout="30s") as client:
-        threads = sum(client.nthreads().values())
+    with Client(address, timeout="30s") as client:  # type: ignore[no-untyped-call]
+        threads = int(sum(client.nthreads().values()))
         if threads < 1:
             raise RuntimeError(f"the cluster at {address} has no workers")
         futures = [
@@ -46,7 +46,7 @@ def run_cluster(address: str, spec: ShardSpec, coordinator: Coordinator, on_prog
         ]
         index = {f.key: i for i, f in enumerate(futures)}
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
                 shard = index[future.key]
                 try:
                     result = future.result()

@@ -119,7 +119,8 @@ def instrument(program: ParsedProgram) -> tuple[ParsedProgram, list[Site]]:
 def _kinds(st: Stmt) -> list[str]:
     spec = OPS[st.op]
     extra = len(st.args) - len(spec.args)
-    return list(spec.args) + ([spec.args[-1]] * extra if extra > 0 else [])
+    kinds: list[str] = list(spec.args)
+    return kinds + ([spec.args[-1]] * extra if extra > 0 else [])
 
 
 def _plain(st: Stmt) -> dict[str, Any]:

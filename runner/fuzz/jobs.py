@@ -62,11 +62,12 @@ class Coordinator:
 def run_local(spec: ShardSpec, jobs: int, coordinator: Coordinator, on_progress: Callable[[Stats], None]) -> None:
     """Run the campaign `spec` describes in `jobs` shards on this machine."""
     if jobs == 1:
-        stats, _ = run_shard(
-            replace(spec, shard=0, shards=1),
-            on_cause=coordinator.cause,
-            on_progress=lambda s: (coordinator.progress(0, s), on_progress(coordinator.stats())),
-        )
+
+        def progress(stats: Stats) -> None:
+            coordinator.progress(0, stats)
+            on_progress(coordinator.stats())
+
+        stats, _ = run_shard(replace(spec, shard=0, shards=1), on_cause=coordinator.cause, on_progress=progress)
         coordinator.progress(0, stats)
         return
     events: queue.Queue[tuple[int, str | None]] = queue.Queue()

@@ -183,7 +183,7 @@ class Judged:
 
 def dtypes(program: ParsedProgram) -> dict[str, str]:
     """Every name's element type (declarations, then each statement's result)."""
-    out = {t.name: t.dtype for t in program.tensors}
+    out: dict[str, str] = {t.name: t.dtype for t in program.tensors}
     for st in walk(program.body):
         spec = OPS[st.op]
         if st.out is not None and spec.result == "tensor":
@@ -314,7 +314,7 @@ class Localizer:
         for label, verdict in labels.items():
             if label.startswith("@") or not verdict.differ:
                 continue
-            site = next((s for s in sites if s.index == producers.get(label)), None)
+            producer = next((s for s in sites if s.index == producers.get(label)), None)
             for cls in sorted(verdict.differ):
                 a, bv = _sides(to, bo, label, cls)
                 d = Divergence(cls, label, {"a": a, "b": bv})
@@ -322,12 +322,12 @@ class Localizer:
                 if known_id is not None:
                     judged.divergences[f"known:{known_id}"] += 1
                     continue
-                own = labels.get(site.output) if site is not None and site.output else None
+                own = labels.get(producer.output) if producer is not None and producer.output else None
                 if own is not None and (own.differ or own.missing):
                     continue
-                if site is not None and site.params_after:
+                if producer is not None and producer.params_after:
                     continue  # after a step: the step's own labels say it
-                candidates.append(Candidate(cls, site, d, inst, label=label, kind="program"))
+                candidates.append(Candidate(cls, producer, d, inst, label=label, kind="program"))
                 break
         # A divergence a replay localized explains what follows from it: a backward's gradients,
         # a later observation (they are not causes of their own).
@@ -620,8 +620,8 @@ class Localizer:
         runs = self.run([p for _, p in variants])
         self.replays += len(variants)
         showing = []
-        for (region, _), (t, b, r) in zip(variants, runs):
-            verdict = compare_runs(t, b, r).get(cand.label or "out")
+        for (region, _), (rt, rb, rr) in zip(variants, runs):
+            verdict = compare_runs(rt, rb, rr).get(cand.label or "out")
             if verdict is not None and cand.oracle in verdict.differ:
                 showing.append(region)
         if "|x|<=1" in showing:
