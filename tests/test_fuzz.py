@@ -326,8 +326,21 @@ PLANTED = {
     ),
 }
 RECALL_PROGRAMS = 600  # each planted bug must be found within this many programs
+SHORT_RECALL = 96  # all four at once, in the default suite
 
 
+def test_planted_bugs_of_four_classes_are_each_found_once_and_attributed(tmp_path):
+    """The short recall test: a stand-in burn with the four bugs at once; within a fixed number
+    of programs each is one root cause, at its operation, with its oracle, on burn's side."""
+    worker = fake_worker(tmp_path, "", "".join(setup for setup, _ in PLANTED.values()))
+    with WorkerPool(timeout_s=60, commands={"burn": worker}) as p:
+        stats, causes = run_shard(ShardSpec(seed=11, max_programs=SHORT_RECALL, budget_s=3600), pool=p)
+    found = sorted((c.oracle, c.op, c.side) for c in causes)
+    assert found == sorted((oracle, op, "burn") for _, (oracle, op) in PLANTED.values()), [c.signature for c in causes]
+    assert all(c.statements <= 8 for c in causes)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("bug", sorted(PLANTED))
 def test_a_planted_bug_is_found_attributed_and_written_once(tmp_path, bug):
     setup, (oracle, op) = PLANTED[bug]
