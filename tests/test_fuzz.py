@@ -334,7 +334,7 @@ def test_planted_bugs_of_four_classes_are_each_found_once_and_attributed(tmp_pat
     of programs each is one root cause, at its operation, with its oracle, on burn's side."""
     worker = fake_worker(tmp_path, "", "".join(setup for setup, _ in PLANTED.values()))
     with WorkerPool(timeout_s=60, commands={"burn": worker}) as p:
-        stats, causes = run_shard(ShardSpec(seed=11, max_programs=SHORT_RECALL, budget_s=3600), pool=p)
+        _, causes = run_shard(ShardSpec(seed=11, max_programs=SHORT_RECALL, budget_s=3600), pool=p)
     found = sorted((c.oracle, c.op, c.side) for c in causes)
     assert found == sorted((oracle, op, "burn") for _, (oracle, op) in PLANTED.values()), [c.signature for c in causes]
     assert all(c.statements <= 8 for c in causes)

@@ -179,8 +179,9 @@ def case_text(cause: Cause, name: str, seed: int, outcomes: dict[str, str]) -> s
         variants.append("generated")
     else:  # a case's variants share one timed loop: the generated program is kept as a comment
         lines.insert(
-            -3, "# The generated program, as context (its timed loop is not the minimal program's):\n"
-            + "\n".join(f"#   {line}" for line in syntax.unparse(cause.original).strip("\n").splitlines())
+            -3,
+            "# The generated program, as context (its timed loop is not the minimal program's):\n"
+            + "\n".join(f"#   {line}" for line in syntax.unparse(cause.original).strip("\n").splitlines()),
         )
     if cause.oracle == "growth":
         lines += [

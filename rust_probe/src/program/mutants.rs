@@ -15,7 +15,12 @@ use crate::program::ops::Unary;
 use crate::program::value::{map_dyn, with_dyn, TensorValue};
 
 pub const ENV: &str = "BURN_TORCH_DIFF_MUTANT";
-pub const NAMES: [&str; 4] = ["sigmoid-grad", "tanh-edge", "sgd-weight-decay", "detach-nonleaf"];
+pub const NAMES: [&str; 4] = [
+    "sigmoid-grad",
+    "tanh-edge",
+    "sgd-weight-decay",
+    "detach-nonleaf",
+];
 
 fn active() -> Option<&'static str> {
     static MUTANT: OnceLock<Option<&'static str>> = OnceLock::new();
@@ -28,13 +33,18 @@ fn active() -> Option<&'static str> {
 /// The mutated result of a unary operation (`Ok`), or its argument back (`Err`).
 pub fn unary(op: Unary, v: TensorValue) -> Result<TensorValue, TensorValue> {
     let flag = v.transposed;
-    let keep = |t| TensorValue { t, transposed: flag };
+    let keep = |t| TensorValue {
+        t,
+        transposed: flag,
+    };
     match (active(), op) {
         (Some("sigmoid-grad"), Unary::Sigmoid) => Ok(keep(map_dyn!(v.t, t => {
             let s = activation::sigmoid(t);
             s.clone() + (s.clone() - s.detach()).mul_scalar(0.02)
         }))),
-        (Some("tanh-edge"), Unary::Tanh) => Ok(keep(map_dyn!(v.t, t => t.tanh().clamp(-0.999, 0.999)))),
+        (Some("tanh-edge"), Unary::Tanh) => {
+            Ok(keep(map_dyn!(v.t, t => t.tanh().clamp(-0.999, 0.999))))
+        }
         (Some("detach-nonleaf"), Unary::Detach) => {
             let nonleaf = with_dyn!(&v.t, t => t.is_tracked() && !t.is_require_grad());
             if nonleaf {
