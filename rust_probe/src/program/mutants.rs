@@ -30,30 +30,38 @@ fn active() -> Option<&'static str> {
     })
 }
 
-/// The mutated result of a unary operation (`Ok`), or its argument back (`Err`).
-pub fn unary(op: Unary, v: TensorValue) -> Result<TensorValue, TensorValue> {
+/// What a mutant does to a unary operation.
+pub enum Mutated {
+    /// The mutated result.
+    Result(TensorValue),
+    /// Not mutated: the argument back, for the operation itself.
+    Unchanged(TensorValue),
+}
+
+/// The mutated result of a unary operation, or its argument back.
+pub fn unary(op: Unary, v: TensorValue) -> Mutated {
     let flag = v.transposed;
     let keep = |t| TensorValue {
         t,
         transposed: flag,
     };
     match (active(), op) {
-        (Some("sigmoid-grad"), Unary::Sigmoid) => Ok(keep(map_dyn!(v.t, t => {
+        (Some("sigmoid-grad"), Unary::Sigmoid) => Mutated::Result(keep(map_dyn!(v.t, t => {
             let s = activation::sigmoid(t);
             s.clone() + (s.clone() - s.detach()).mul_scalar(0.02)
         }))),
         (Some("tanh-edge"), Unary::Tanh) => {
-            Ok(keep(map_dyn!(v.t, t => t.tanh().clamp(-0.999, 0.999))))
+            Mutated::Result(keep(map_dyn!(v.t, t => t.tanh().clamp(-0.999, 0.999))))
         }
         (Some("detach-nonleaf"), Unary::Detach) => {
             let nonleaf = with_dyn!(&v.t, t => t.is_tracked() && !t.is_require_grad());
             if nonleaf {
-                Ok(v)
+                Mutated::Result(v)
             } else {
-                Err(v)
+                Mutated::Unchanged(v)
             }
         }
-        _ => Err(v),
+        _ => Mutated::Unchanged(v),
     }
 }
 

@@ -39,8 +39,8 @@ pub enum Unary {
 pub fn unary(op: Unary, v: TensorValue) -> TensorValue {
     #[cfg(feature = "mutants")]
     let v = match crate::program::mutants::unary(op, v) {
-        Ok(mutated) => return mutated,
-        Err(v) => v,
+        crate::program::mutants::Mutated::Result(mutated) => return mutated,
+        crate::program::mutants::Mutated::Unchanged(v) => v,
     };
     let flag = v.transposed;
     let keep = |t: Dyn| TensorValue {
