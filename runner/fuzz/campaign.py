@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -126,6 +128,22 @@ def cause_from_dict(data: dict[str, Any]) -> Cause:
 # ---- the shard's loop ----------------------------------------------------------------------------
 
 
+def _judged(localizer: Localizer, batch: list[tuple[int, Any]], found: set[str], stats: Stats) -> list[Judged]:
+    """The batch judged; if judging fails (a fuzzer bug), each program on its own, and one that
+    still fails is counted (`fuzzer error`) and its traceback written to stderr, the search goes on."""
+    try:
+        return localizer.judge(batch, found)
+    except Exception:
+        out = []
+        for item in batch:
+            try:
+                out += localizer.judge([item], found)
+            except Exception:
+                stats.filtered["fuzzer error"] += 1
+                print(f"fuzz: judging program {item[0]} failed:\n{traceback.format_exc()}", file=sys.stderr)
+        return out
+
+
 def run_shard(
     spec: ShardSpec,
     *,
@@ -154,7 +172,7 @@ def run_shard(
                 batch.append((index, program_at(spec.seed, index, spec.max_ops)))
             if not batch:
                 break
-            for judged in localizer.judge(batch, set(causes)):
+            for judged in _judged(localizer, batch, set(causes), stats):
                 stats.add(judged)
                 for cause in judged.causes:
                     stats.shrink_evaluations += cause.evaluations

@@ -204,6 +204,13 @@ def run(args: argparse.Namespace) -> int:
     outcome_pool: list[WorkerPool] = []
 
     def on_cause(cause: Cause, first: bool) -> None:
+        try:
+            record(cause, first)
+        except Exception as err:  # a case that cannot be written is said, and the search goes on
+            coordinator.failures.append(f"{cause.signature}: its case was not written: {type(err).__name__}: {err}")
+            say(f"fuzz: the case of {cause.signature} was not written: {err}")
+
+    def record(cause: Cause, first: bool) -> None:
         if not outcome_pool:
             outcome_pool.append(WorkerPool(timeout_s=args.timeout, env=env))
         outcomes = _outcomes(outcome_pool[0], cause)

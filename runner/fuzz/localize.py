@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract.limits import IR_VERSION
 from ..contract.ops import OMITTED, OPS, REQUIRED, AttrValue
 from ..program import data as program_data
-from ..program.ir import ParsedProgram, walk
+from ..program.ir import ParsedProgram, timed_loop, walk
 from . import known
 from .instrument import FLAG_OPS, OPTIMIZER_STEP, Site, instrument, original_index, pure, renumber
 from .judge import CONDITIONING, OVERFLOW, Divergence
@@ -50,6 +51,8 @@ from .replay import Arg, arg_of, flag_replay, kind_of, op_replay, optimizer_of, 
 
 Result = dict[str, Any]
 Obs = dict[str, Any]
+Judging = Generator[list[ParsedProgram], list[tuple[Result, Result, Result]], "Judged"]
+"""A program's judgement: it asks for its replays (one batch), then gives its `Judged`."""
 RUNS = (("torch", "float32"), ("burn", "float32"), ("torch", "float64"))
 TOL_ABS, TOL_REL = 1e-5, 1e-4
 ACCUMULATION_REL = 1e-4
@@ -207,19 +210,53 @@ class Localizer:
     # ---- running ------------------------------------------------------------------------------
 
     def run(self, programs: list[ParsedProgram]) -> list[tuple[Result, Result, Result]]:
-        irs = [program_data.materialize(p, seed=0).model_dump(mode="json") for p in programs]
+        """Each program under torch and burn in float32 and torch in float64. A program whose
+        data cannot be made is the same error on every side (nothing to compare)."""
+        if not programs:
+            return []
+        irs: list[dict[str, Any]] = []
+        refused: dict[int, Result] = {}
+        for i, p in enumerate(programs):
+            try:
+                irs.append(ir_of(p))
+            except Exception as err:
+                refused[i] = {"outcome": "error", "failure": {"message": f"data: {err}"[:300]}, "observations": []}
         out = self.pool.run_many(irs, RUNS)
-        return [(out[RUNS[0]][i], out[RUNS[1]][i], out[RUNS[2]][i]) for i in range(len(irs))]
+        results: list[tuple[Result, Result, Result]] = []
+        ran = iter(range(len(irs)))
+        for i in range(len(programs)):
+            if i in refused:
+                results.append((refused[i], refused[i], refused[i]))
+                continue
+            j = next(ran)
+            results.append((out[RUNS[0]][j], out[RUNS[1]][j], out[RUNS[2]][j]))
+        return results
 
     # ---- one program ----------------------------------------------------------------------------
 
     def judge(self, items: list[tuple[int, ParsedProgram]], known_signatures: set[str] | None = None) -> list[Judged]:
+        """The programs judged: their rewritten forms in one batch, then every program's
+        replays in a second batch."""
         rewritten = [instrument(p) for _, p in items]
         runs = self.run([r[0] for r in rewritten])
-        return [
-            self._judge_one(index, parsed, inst, sites, run, known_signatures or set())
-            for (index, parsed), (inst, sites), run in zip(items, rewritten, runs)
-        ]
+        results: list[Judged | None] = [None] * len(items)
+        waiting: list[tuple[int, Judging, list[ParsedProgram]]] = []
+        for i, ((index, parsed), (inst, sites), run) in enumerate(zip(items, rewritten, runs)):
+            judging = self._judge_one(index, parsed, inst, sites, run, known_signatures or set())
+            try:
+                waiting.append((i, judging, next(judging)))
+            except StopIteration as done:
+                results[i] = done.value
+        replays = self.run([p for _, _, wanted in waiting for p in wanted])
+        at = 0
+        for i, judging, wanted in waiting:
+            part, at = replays[at : at + len(wanted)], at + len(wanted)
+            try:
+                judging.send(part)
+                raise RuntimeError("a judgement asked for replays twice")
+            except StopIteration as done:
+                results[i] = done.value
+        return [r for r in results if r is not None]
 
     def _judge_one(
         self,
@@ -229,7 +266,7 @@ class Localizer:
         sites: list[Site],
         runs: tuple[Result, Result, Result],
         found: set[str],
-    ) -> Judged:
+    ) -> Judging:
         t, b, r = runs
         labels = compare_runs(t, b, r)
         judged = Judged(index, parsed, f"{t['outcome']}/{b['outcome']}", True, len(sites), 0)
@@ -292,7 +329,7 @@ class Localizer:
                 continue
             built.append((site, made[0], made[1], made[2]))
         if built:
-            replay_runs = self.run([p for _, p, _, _ in built])
+            replay_runs = yield [p for _, p, _, _ in built]
             judged.replays += len(built)
             self.replays += len(built)
             origins = {s.index for s, state in to_replay if state in ("origin", "tainted")}
@@ -680,6 +717,34 @@ class Localizer:
 
 
 # ---- helpers -------------------------------------------------------------------------------------
+
+
+def ir_of(program: ParsedProgram) -> dict[str, Any]:
+    """The IR `data.materialize(program, seed=0)` gives, without validating the whole program
+    again (it was validated when made; the interpreters validate what they run)."""
+    tensors = []
+    for index, spec in enumerate(program.tensors):
+        decl: dict[str, Any] = {
+            "name": spec.name,
+            "role": spec.role,
+            "shape": list(spec.shape),
+            "data": program_data.make_data(spec, 0, index).tolist(),
+        }
+        if spec.module is not None:
+            decl["module"] = spec.module
+        if spec.dtype != "float":
+            decl["dtype"] = spec.dtype
+        tensors.append(decl)
+    loop = timed_loop(program.body)
+    count = loop.attrs.get("count") if loop is not None else None
+    dumped = program.model_dump(mode="json")
+    return {
+        "ir_version": IR_VERSION,
+        "tensors": tensors,
+        "modules": dumped["modules"],
+        "body": dumped["body"],
+        "settings": {"checkpoints": [count] if isinstance(count, int) else [], "rss_every": 0, "track": None},
+    }
 
 
 def _attr_key(attrs: dict[str, AttrValue]) -> tuple[tuple[str, Any], ...]:

@@ -139,7 +139,8 @@ def case_text(cause: Cause, name: str, seed: int, outcomes: dict[str, str]) -> s
     props = _property(cause, minimal)
     today = dt.date.today().isoformat()
     noun = ORACLE_WORDS.get(cause.oracle, cause.oracle)
-    where = f"`{cause.op}`" + (f" with {cause.attrs}" if cause.attrs and cause.attrs != "in-program" else "")
+    shown = cause.attrs and cause.attrs != "in-program" and cause.oracle != "status"
+    where = f"`{cause.op}`" + (f" with {cause.attrs}" if shown else "")
     title = short(f"{noun} of {where} differs ({cause.side} side): {cause.words}", 200)
     a, b = cause.detail.get("a", cause.detail.get("torch")), cause.detail.get("b", cause.detail.get("burn"))
     torch_text = (
@@ -228,12 +229,12 @@ def write(cause: Cause, folder: Path, seed: int, outcomes: dict[str, str]) -> Wr
         script = render_torch.render(program, title=f"{name}: the PyTorch side of a root cause found by the fuzzer")
         write_text(repro / "torch_repro.py", script)
         torch = str(repro / "torch_repro.py")
-    except ValueError as err:
+    except (ValueError, AssertionError) as err:
         torch = f"not written: {err}"
     try:
         write_reproducer(program, repro / "rust", name.replace("-", "_"))
         rust = str(repro / "rust")
-    except ValueError as err:
+    except (ValueError, AssertionError) as err:  # an operation the renderer has no Rust for yet
         rust = f"not written: {err}"
     return Written(str(case), torch, rust)
 
