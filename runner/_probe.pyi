@@ -75,5 +75,11 @@ def run_programs(ir_jsons: Sequence[str]) -> list[dict[str, Any]]:
     Every IR is checked before any runs; bad IR raises ``ValueError`` naming ``ir_jsons[i]`` and the field.
     """
 
+def burn_defaults() -> dict[str, Any]:
+    """burn's own default of each omittable attribute, read from burn 0.22.1's configs
+    (``Config::new()``): ``"sgd.dampening"`` (an operation's attribute) or ``"Conv2d.stride"`` (a module
+    kind's) -> the value burn uses when a port leaves the ``with_*`` call out (``None``: a setting whose
+    default is none, such as gradient clipping). An attribute burn has no setting for is absent."""
+
 def record_schemas() -> dict[str, str]:
     """The JSON Schema (as JSON text) of each record the probe returns: ``P10Result``, ``ProgramResult``."""

@@ -28,6 +28,7 @@ from . import noise
 from .atomic import write_json
 from .frameworks import adapter_for
 from .limits import looks_out_of_memory, vm_peak
+from .model.results import spell_values
 
 
 def _peak_mib() -> float | None:
@@ -35,6 +36,14 @@ def _peak_mib() -> float | None:
     if peak is None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return round(peak / (1 << 20), 1)
+
+
+def _spell_observations(record: dict[str, Any]) -> None:
+    """An observed NaN or infinity (a variance over one element) in the words the results
+    file uses for them: JSON has none, and the record is written without them."""
+    for observation in record.get("observations") or []:
+        for key in ("values", "grad"):
+            observation[key] = spell_values(observation.get(key))
 
 
 def main(argv: list[str]) -> int:
@@ -75,6 +84,7 @@ def main(argv: list[str]) -> int:
                     "traceback": traceback.format_exc(limit=-8),
                 },
             )
+    _spell_observations(record)
     write_json(Path(result_path), record)
     return 0
 

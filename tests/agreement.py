@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,9 @@ def _errors(a: list[float] | None, b: list[float] | None) -> tuple[float, float]
     if not a or not b or len(a) != len(b):
         return 0.0, 0.0
     abs_err = max(abs(x - y) for x, y in zip(a, b))
-    rel_err = max(abs(x - y) / max(abs(x), abs(y), 1e-12) for x, y in zip(a, b))
+    # relative to the larger magnitude, over the elements of magnitude 1e-3 or more (below that, a
+    # relative figure says nothing: the absolute one is what the tolerance holds)
+    rel_err = max((abs(x - y) / max(abs(x), abs(y)) for x, y in zip(a, b) if max(abs(x), abs(y)) >= 1e-3), default=0.0)
     return abs_err, rel_err
 
 
@@ -75,4 +78,14 @@ def check(op: str, source: str, tolerance: Tolerance | None = None, seed: int = 
             a, r = _errors(t.grad, by_label[label].grad)
             found.grad_abs, found.grad_rel = max(found.grad_abs, a), max(found.grad_rel, r)
     assert all(math.isfinite(x) for x in (found.max_abs, found.max_rel, found.grad_abs, found.grad_rel))
+    _log(op, found)
     return found
+
+
+def _log(op: str, found: Agreement) -> None:
+    """With AGREEMENT_LOG set to a file, each check appends its op and largest differences there
+    as a JSON line: `scripts/agreement-errors` tabulates them per family of the table."""
+    path = os.environ.get("AGREEMENT_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"op": op, **found.__dict__}) + "\n")

@@ -175,3 +175,19 @@ def test_real_worker_records_a_torch_error():
     assert record.outcome == "error"
     assert record.error.type == "ValueError" and "without" in record.error.message
     assert record.versions["torch"].startswith("2.15.0")
+
+
+def test_real_worker_records_an_observed_nan_and_infinity():
+    """The variance over one element is NaN, a log of 0 is -inf: observations, written in the
+    results file's words for them (JSON has none), not a crash of the worker."""
+    import math
+
+    from runner.program import data, syntax
+
+    source = "x = input(2, 1)\nz = input(2, init='zeros')\nv = var(x, 1)\nl = log(z)\nobserve(v)\nobserve(l)"
+    program = data.materialize(syntax.parse(source, where="test"), seed=0).model_dump(mode="json")
+    record = execute(RunRequest("real", "program", "burn", "main", {"program": program}, timeout_s=120))
+    assert record.outcome == "ok"
+    by_label = {o.label: o.values for o in record.observations}
+    assert all(math.isnan(v) for v in by_label["v"])
+    assert by_label["l"] == [-math.inf, -math.inf]

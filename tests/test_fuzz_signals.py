@@ -88,7 +88,7 @@ def test_an_output_place_that_cannot_be_written_is_refused_before_anything_runs(
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     proc = fuzz(tmp_path, "--out", str(blocker / "under"), "--budget", "60")
-    _, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err
     assert "--out" in err and "not a folder" in err
     assert "fuzz: seed" not in err  # nothing started

@@ -71,7 +71,7 @@ def test_json_shape_matches_the_contract(ir):
         "op": "sgd",
         "args": [],
         "out": "opt",
-        "attrs": {"lr": 0.01, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False},
+        "attrs": {"lr": 0.01},
     }
     loop = ir["body"][2]
     assert loop["op"] == "repeat" and loop["attrs"] == {"count": 3, "var": "i"} and loop["out"] is None
@@ -79,18 +79,15 @@ def test_json_shape_matches_the_contract(ir):
     assert ir["settings"] == {"checkpoints": [1, 3], "rss_every": 1, "track": "ema"}
 
 
-def test_defaults_are_filled_and_ints_become_floats(ir):
+def test_defaults_are_filled_omitted_ones_left_out_and_ints_become_floats(ir):
     data = copy.deepcopy(ir)
     data["body"][0]["attrs"] = {"lr": 1}
+    data["body"][2]["attrs"] = {"count": 3}
     program = Program.model_validate(data)
-    assert program.body[0].attrs == {
-        "lr": 1.0,
-        "momentum": 0.0,
-        "dampening": 0.0,
-        "weight_decay": 0.0,
-        "nesterov": False,
-    }
+    # sgd's momentum, dampening, ... are each framework's own when omitted: absent from the IR.
+    assert program.body[0].attrs == {"lr": 1.0}
     assert isinstance(program.body[0].attrs["lr"], float)
+    assert program.body[2].attrs == {"count": 3, "var": "_"}
 
 
 @pytest.mark.parametrize(

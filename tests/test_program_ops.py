@@ -75,10 +75,17 @@ def test_op_entry_is_consistent(name):
         assert spec.category == "block" and not spec.args
     if spec.differentiable:
         assert spec.result == "tensor"
-    hand_written = ("sgd", "adam", "observe", "grad", "backward", "train", "eval")
+    hand_written = ("observe", "grad", "backward", "train", "eval", "soft_update")
     if spec.supports("torch") and spec.result != "block" and name not in hand_written:
-        spelled = spec.torch_code is not None or spec.torch_call is not None or spec.module is not None
-        assert spelled, f"{name}: the renderer needs a torch spelling (torch_code, torch_call or a module's call)"
+        spelled = (
+            spec.torch_code is not None
+            or spec.torch_call is not None
+            or spec.module is not None
+            or spec.torch_signature is not None  # an optimizer or a scheduler: its class
+        )
+        assert spelled, (
+            f"{name}: the renderer needs a torch spelling (torch_code, torch_call, torch_signature, a module)"
+        )
     if spec.family is not None:
         assert spec.category in ("layer", "tensor", "loss", "training"), name
     if spec.torch_code is not None:

@@ -58,7 +58,7 @@ def test_p10_flattens_into_statements_with_temporaries():
         (2, 5, "repeat", [], None),
         (17, 13, "observe", ["lin.weight"], None),
     ]
-    assert p.body[0].attrs == {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False}
+    assert p.body[0].attrs == {"lr": 1e-3}  # the omitted ones are each framework's own
     loop = p.body[2]
     assert loop.attrs == {"count": 60, "var": "step"}
     assert loop.body is not None

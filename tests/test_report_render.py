@@ -323,3 +323,25 @@ def test_the_html_runs_table_shows_gflops_and_the_range_over_repeats(tmp_path):
     assert "GFLOP/s (of peak)" in html
     assert ">93 (56%)</td>" in html
     assert ">0.738 (0.731-0.752)</td>" in html
+
+
+def test_the_operation_table_lists_every_operation_and_the_cases_that_use_it(rendered):
+    from runner.contract.ops import OPS
+    from runner.model.results import CaseInfo, ProgramInfo
+    from runner.report import operations
+
+    _, out = rendered
+    html = (out / "report.html").read_text()
+    section = html[html.index('<section id="operations">') :]
+    section = section[: section.index("</section>")]
+    for name in OPS:
+        assert f"<code>{name}</code>" in section, name
+    assert "**Operations**:" in (out / "report.md").read_text()
+    info = CaseInfo(
+        name="c",
+        kind="program",
+        programs={"main": ProgramInfo(source="a = param(2)\nb = detach(a)\nobserve(b)"), "bad": ProgramInfo(source="(")},
+    )
+    rows = {r.name: r for r in operations.rows([info])}
+    assert rows["detach"].cases == ("c",) and rows["observe"].cases == ("c",) and rows["exp"].cases == ()
+    assert rows["no_grad"].burn is False

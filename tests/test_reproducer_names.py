@@ -235,7 +235,7 @@ def test_python_keywords_and_the_scripts_own_names_are_renamed_in_the_torch_scri
         "    json_ = _tensor(",
         "    lambda__ = _tensor(",
         "    _params = [torch_.weight, torch_.bias, lambda_, lambda__]",
-        "    main_ = torch.optim.SGD(_params, lr=0.1,",
+        "    main_ = torch.optim.SGD(_params, lr=0.1)",
         '        _observe("g", "g", 11, _it, g, _it == 3)',
     ]:
         assert line in script, line

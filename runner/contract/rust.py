@@ -36,11 +36,17 @@ HEADER = """\
 
 _RUST_TYPES = {"float": "f64", "int": "i64", "bool": "bool", "str": "String", "int_list": "Vec<i64>"}
 _READERS = {"float": "float", "int": "int", "bool": "bool", "str": "text", "int_list": "int_list"}
-_ARG_KINDS = {"tensor": "ArgKind::Tensor", "module": "ArgKind::Module", "optimizer": "ArgKind::Optimizer"}
+_ARG_KINDS = {
+    "tensor": "ArgKind::Tensor",
+    "module": "ArgKind::Module",
+    "optimizer": "ArgKind::Optimizer",
+    "scheduler": "ArgKind::Scheduler",
+}
 _RESULTS = {
     "tensor": "ResultKind::Tensor",
     "none": "ResultKind::Nothing",
     "optimizer": "ResultKind::Optimizer",
+    "scheduler": "ResultKind::Scheduler",
     "block": "ResultKind::Block",
 }
 
@@ -331,6 +337,32 @@ def _ops() -> list[str]:
     return lines
 
 
+def _torch_defaults() -> list[str]:
+    """torch's documented default of the attributes burn's config has no default for, as constants:
+    what a burn port writes (`LinearLrSchedulerConfig::new` takes every value)."""
+    lines = [
+        "/// torch's own default of the attributes burn's config has no default for (`burn_writes_torch_default`",
+        "/// in the table): what a port writes on the burn side.",
+        "pub mod torch_defaults {",
+    ]
+    owners = [(s.name, s.attrs) for s in OPS.values()] + [(m.source, m.attrs) for m in MODULES.values()]
+    for owner, attrs in owners:
+        for a in attrs:
+            value = a.torch_default
+            if not a.burn_writes_torch_default:
+                continue
+            if a.default is not OMITTED or value is None or a.type not in ("float", "int", "bool"):
+                raise ValueError(f"{owner}.{a.name}: burn_writes_torch_default needs an omittable number or flag")
+            name = f"{owner}_{a.name}".upper()
+            if a.type == "bool":
+                lines.append(f"    pub const {name}: bool = {str(bool(value)).lower()};")
+            else:
+                assert isinstance(value, (int, float)) and not isinstance(value, bool)
+                rust_type = _RUST_TYPES[a.type]
+                lines.append(f"    pub const {name}: {rust_type} = {_number(value, rust_type)};")
+    return [*lines, "}", ""]
+
+
 def _reason(spec: OpSpec) -> str:
     if not spec.unsupported_reason:
         raise ValueError(f"operation {spec.name!r} is not supported by burn but has no unsupported_reason")
@@ -414,7 +446,7 @@ def _p10() -> list[str]:
 
 def _body() -> str:
     lines = ["use crate::program::ir::{AttrReader, IrError};", ""]
-    lines += _limits() + _ops() + _modules() + _p10()
+    lines += _limits() + _ops() + _torch_defaults() + _modules() + _p10()
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines) + "\n"

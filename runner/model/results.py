@@ -110,6 +110,11 @@ def _nonfinite_out(value: float) -> float | str:
     return value
 
 
+def spell_values(values: list[float] | None) -> list[float | str] | None:
+    """Observed values as the results file spells them (NaN and infinities as words)."""
+    return None if values is None else [_nonfinite_out(v) if isinstance(v, float) else v for v in values]
+
+
 # A tensor's value as observed: NaN and infinities are observations too. JSON has
 # no words for them, so the results file spells them "NaN", "Infinity", "-Infinity".
 ValueFloat = Annotated[

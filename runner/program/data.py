@@ -68,6 +68,11 @@ def make_data(spec: TensorSpec, seed: int, index: int) -> np.ndarray:
         upper = np.triu(np.ones((rows, cols)), k=1)
         data = np.broadcast_to(upper, (*spec.shape[:-2], rows, cols) if len(spec.shape) >= 2 else upper.shape)
         data = np.asarray(data, dtype=np.float64).reshape(-1)
+    if spec.zero_row is not None:
+        # torch's init zeroes this row (an Embedding's padding_idx): the shared data does too.
+        data = np.array(data, dtype=np.float64).reshape(spec.shape[0], -1)
+        data[spec.zero_row] = 0.0
+        data = data.reshape(-1)
     return data.astype(np.float32)
 
 

@@ -19,7 +19,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -186,6 +186,11 @@ def normalize_attrs(op: str, attrs: dict[str, Any], args: Sequence[str]) -> dict
     out = check_attrs(op, OPS[op].attrs, attrs, args)
     if op == "reshape":
         _check_reshape(out["shape"])  # type: ignore[arg-type]
+    if "clip_grad_norm" in out and "clip_grad_value" in out:
+        raise ValueError(
+            f"{op}: give clip_grad_norm or clip_grad_value, not both "
+            "(burn's optimizer config holds one GradientClippingConfig)"
+        )
     return out
 
 
@@ -305,8 +310,19 @@ class ModuleDecl(_Strict):
         if spec is None:
             raise ValueError(f"module {self.name!r}: unknown kind {self.kind!r}; valid: {', '.join(MODULES)}")
         self.attrs = check_attrs(spec.source, spec.attrs, self.attrs, [])
+        problem = spec.constraint(self.attrs) if spec.constraint is not None else None
+        if problem is not None:
+            raise ValueError(f"module {self.name!r}: {problem}")
         for shape in self.tensor_shapes().values():
             _check_shape_size(shape[0])
+        for p in spec.tensors(self.attrs):
+            if p.zero_row is not None and p.zero_row in self.attrs:
+                rows, row = p.shape(self.attrs)[0], self.integer(p.zero_row)
+                if not -rows <= row < rows:
+                    raise ValueError(
+                        f"module {self.name!r}: `{p.zero_row}` must be a row of its {p.name} "
+                        f"(-{rows} to {rows - 1}), not {row}"
+                    )
         return self
 
     def tensor_shapes(self) -> dict[str, tuple[list[int], str]]:
@@ -323,15 +339,21 @@ class ModuleDecl(_Strict):
         for p in spec.tensors(self.attrs):
             given = (values or {}).get(p.name)
             init = p.init if given is None else "values"
+            shape = p.shape(self.attrs)
+            zero_row = None
+            if p.zero_row is not None and p.zero_row in self.attrs and given is None:
+                row = self.integer(p.zero_row)
+                zero_row = row + shape[0] if row < 0 else row
             out.append(
                 TensorSpec(
                     name=f"{self.name}.{p.name}",
                     role=p.role,
-                    shape=p.shape(self.attrs),
+                    shape=shape,
                     init=init,  # type: ignore[arg-type]
                     values=given,
                     module=self.name,
                     fan_in=fan_in if init == "fan_in" else None,
+                    zero_row=zero_row,
                 )
             )
         return out
@@ -378,6 +400,15 @@ class ProgramIssue(ValueError):
         self.message = message
 
 
+PAIRED_MODULE_OPS: Final[frozenset[str]] = frozenset({"copy_module", "soft_update"})
+"""The operations on a (target, online) pair of modules of one kind and shape."""
+
+
+def _declaration(m: ModuleDecl) -> str:
+    attrs = ", ".join(f"{k}={v!r}" for k, v in m.attrs.items())
+    return f"{MODULES[m.kind].source}({attrs})"
+
+
 def check_body(
     tensors: Sequence[tuple[str, str, str]],
     modules: Sequence[ModuleDecl],
@@ -390,6 +421,7 @@ def check_body(
     fixed: dict[str, str] = {}
     params: set[str] = set()
     module_kinds = {m.name: m.kind for m in modules}
+    module_decls = {m.name: m for m in modules}
     for name, role, dtype in tensors:
         kinds[name] = "tensor"
         dtypes[name] = dtype
@@ -453,6 +485,17 @@ def check_body(
                         )
             if stmt.op == "freeze" and stmt.args[0] not in params:
                 raise ProgramIssue(line, f"freeze: `{stmt.args[0]}` is not a param (freeze takes a param)")
+            if stmt.op in PAIRED_MODULE_OPS:
+                target, online = (module_decls[a] for a in stmt.args[:2])
+                if target.name == online.name:
+                    raise ProgramIssue(line, f"{stmt.op}: the target and the online module are both `{target.name}`")
+                if target.kind != online.kind or target.attrs != online.attrs:
+                    raise ProgramIssue(
+                        line,
+                        f"{stmt.op}: `{target.name}` and `{online.name}` must be modules of the same kind with the "
+                        f"same attributes (their params pair up by shape); `{target.name}` is "
+                        f"{_declaration(target)}, `{online.name}` is {_declaration(online)}",
+                    )
             if spec.result in ("none", "block"):
                 if stmt.out is not None:
                     raise ProgramIssue(line, f"{stmt.op} gives no value; it cannot be assigned to `{stmt.out}`")
@@ -607,6 +650,8 @@ class TensorSpec(_Strict):
     dtype: Literal["float", "int", "bool"] = "float"
     high: Annotated[StrictInt, Field(ge=1, le=MAX_INT_VALUE)] | None = None
     fan_in: Annotated[StrictInt, Field(ge=1)] | None = None
+    zero_row: Annotated[StrictInt, Field(ge=0)] | None = None
+    """A row (dim 0) the init sets to zero (an Embedding's `padding_idx`, as torch's init does)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TensorSpec:
@@ -631,6 +676,8 @@ class TensorSpec(_Strict):
             raise ValueError(f"tensor {self.name!r}: `fan_in` goes with init 'fan_in', and only with it")
         if self.init == "fan_in" and self.module is None:
             raise ValueError(f"tensor {self.name!r}: init 'fan_in' is for a module's tensors")
+        if self.zero_row is not None and (self.module is None or not self.shape or self.zero_row >= self.shape[0]):
+            raise ValueError(f"tensor {self.name!r}: zero_row {self.zero_row} is not a row of a module's tensor")
         return self
 
 

@@ -17,9 +17,10 @@ import builtins
 import json
 import keyword
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..contract.ops import MODULES, OPS, torch_keywords
+from ..contract.ops.training import OPTIMIZER_OPS, SCHEDULER_OPS, clipping, optimizer_keywords
 from . import torch_modules
 from .identifiers import Namespace
 from .ir import MODULE_PARAM, USER_NAME, ModuleDecl, Program, Stmt, timed_loop
@@ -135,9 +136,20 @@ class _Renderer:
                 self.ids(t.name)
         for m in program.modules:
             self.ids(m.name)
+        self.clipping: dict[str, tuple[str, float] | Literal["mixed"]] = {}
+        """Each optimizer name's clipping (the port's call before its `step()`), from the statements
+        that bind it; "mixed" when they disagree."""
+        binds: dict[str, set[tuple[str, float] | None]] = {}
         for st in program.statements():
             if st.out is not None:
                 self.ids(st.out)
+            if st.op in OPTIMIZER_OPS and st.out is not None:
+                binds.setdefault(st.out, set()).add(clipping(st.attrs))
+        for name, clips in binds.items():
+            if len(clips) > 1:
+                self.clipping[name] = "mixed"
+            elif (only := next(iter(clips))) is not None:
+                self.clipping[name] = only
 
     def value(self, name: str) -> str:
         """A program name as the script writes it: its identifier (`lin.weight`: the module's)."""
@@ -150,6 +162,14 @@ class _Renderer:
 
     def put(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
+
+    def put_code(self, depth: int, code: str, comment: str = "") -> None:
+        """A statement's code, which may be several lines (indented within `code`); the comment
+        goes on its first line."""
+        first, *rest = code.split("\n")
+        self.put(depth, first + comment)
+        for line in rest:
+            self.put(depth, line)
 
     def setup(self) -> None:
         p = self.program
@@ -167,6 +187,9 @@ class _Renderer:
                 continue
             suffix = ".requires_grad_()" if t.role == "param" else _DTYPE_SUFFIX[t.dtype]
             self.put(1, f"{self.value(t.name)} = _tensor({_values(t.data)}, {list(t.shape)}){suffix}")
+        for m in p.modules:
+            if m.name not in built:  # a module without tensors (a Dropout)
+                self.put(1, f"{self.ids(m.name)} = {_constructor(m, '_DTYPE')}")
         params = ", ".join(self.value(t.name) for t in p.params())
         self.put(1, f"_params = [{params}]  # every param, in declaration order: what an optimizer updates")
 
@@ -202,25 +225,38 @@ class _Renderer:
                     )
                 continue
             code = self.code(st)
-            self.put(depth, (f"{self.value(st.out)} = {code}" if st.out is not None else code) + where)
+            self.put_code(depth, f"{self.value(st.out)} = {code}" if st.out is not None else code, where)
 
     def code(self, st: Stmt, params: str = "_params") -> str:
         """The statement's torch code (`params`: the list of every param, for an optimizer)."""
         spec = OPS[st.op]
         at = st.attrs
-        if st.op == "sgd":
+        if st.op in OPTIMIZER_OPS:
+            kwargs = ", ".join(f"{k}={v!r}" for k, v in optimizer_keywords(spec, at).items())
+            return f"{spec.torch_signature}({params}, {kwargs})"
+        if st.op == "step":
+            clip = self.clipping.get(st.args[0])
+            opt_step = f"{self.value(st.args[0])}.step()"
+            if clip is None:
+                return opt_step
+            if clip == "mixed":
+                raise ValueError(
+                    f"render: line {st.line}: `{st.args[0]}` is bound to optimizers that clip differently; "
+                    "the script cannot tell which one steps here"
+                )
+            kind, threshold = clip
+            return f"torch.nn.utils.clip_grad_{kind}_({params}, {threshold!r})\n{opt_step}"
+        if st.op in SCHEDULER_OPS:
+            kwargs = "".join(f", {k}={v!r}" for k, v in torch_keywords(st.op, at).items())
+            return f"{spec.torch_signature}({self.value(st.args[0])}{kwargs})"
+        if st.op == "soft_update":
+            target, online = (self.value(a) for a in st.args)
+            tau = at["tau"]
             return (
-                f"torch.optim.SGD({params}, lr={at['lr']!r}, momentum={at['momentum']!r}, "
-                f"dampening={at['dampening']!r}, weight_decay={at['weight_decay']!r}, nesterov={at['nesterov']!r})"
+                "with torch.no_grad():\n"
+                f"    for _t, _o in zip({target}.parameters(), {online}.parameters()):\n"
+                f"        _t.mul_(1 - {tau!r}).add_(_o, alpha={tau!r})"
             )
-        if st.op == "adam":
-            kwargs = [f"lr={at['lr']!r}"]
-            if "beta1" in at or "beta2" in at:
-                kwargs.append(f"betas=({at.get('beta1', 0.9)!r}, {at.get('beta2', 0.999)!r})")
-            for key in ("eps", "weight_decay"):
-                if key in at:
-                    kwargs.append(f"{key}={at[key]!r}")
-            return f"torch.optim.Adam({params}, {', '.join(kwargs)})"
         if st.op == "backward":
             loss = self.value(st.args[0])
             return f"{loss}.backward(retain_graph=True)" if at["retain_graph"] else f"{loss}.backward()"
@@ -229,6 +265,11 @@ class _Renderer:
         if st.op in ("train", "eval"):
             modules = ", ".join(self.ids(m.name) for m in self.program.modules)
             return f"[m.{st.op}() for m in ({modules},)]" if modules else "None  # no module"
+        if st.op == "multihead_attention":
+            # The module returns (output, weights), and its 4th positional is the key padding mask.
+            module, query, key, value, *mask = (self.value(a) for a in st.args)
+            attn_mask = f", attn_mask={mask[0]}" if mask else ""
+            return f"{module}({query}, {key}, {value}{attn_mask})[0]"
         if spec.torch_call is not None or (spec.module is not None and st.op != "linear"):
             keywords = [f"{k}={v!r}" for k, v in torch_keywords(st.op, st.attrs).items()]
             values = [self.value(a) for a in st.args]
@@ -251,7 +292,7 @@ def _constructor(decl: ModuleDecl, dtype: str | None) -> str:
     """`torch.nn.Conv2d(3, 8, 3, padding=1, dtype=_DTYPE)`: the call a port starts from."""
     path, args, kwargs = torch_modules.constructor(decl)
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-    if dtype is not None:
+    if dtype is not None and torch_modules.takes_dtype(decl):
         parts.append(f"dtype={dtype}")
     return f"{path}({', '.join(parts)})"
 
@@ -297,6 +338,9 @@ class _Sketch(_Renderer):
             shape = ", ".join(str(d) for d in t.shape)
             suffix = ", requires_grad=True" if t.role == "param" else ""
             self.put(0, f"{self.value(t.name)} = torch.randn({shape}{suffix})  # shared initial values")
+        for m in p.modules:
+            if m.name not in built:  # a module without tensors (a Dropout)
+                self.put(0, f"{self.ids(m.name)} = {_constructor(m, None)}")
 
     def block(self, stmts: Sequence[Stmt], depth: int, in_timed: bool) -> None:
         for st in stmts:
@@ -314,7 +358,7 @@ class _Sketch(_Renderer):
                 self.put(depth, f"observe({self.value(st.args[0])})")
             else:
                 code = f"{self.value(st.args[0])}.grad" if st.op == "grad" else self.code(st, params="params")
-                self.put(depth, f"{self.value(st.out)} = {code}" if st.out is not None else code)
+                self.put_code(depth, f"{self.value(st.out)} = {code}" if st.out is not None else code)
 
 
 def sketch(program: Program | dict[str, Any]) -> str | None:

@@ -39,10 +39,6 @@ Progress = Callable[[dict[str, Any]], None]
 Result = dict[str, Any]
 
 
-TORCH_ADAM_BETAS = (0.9, 0.999)
-"""torch.optim.Adam's default betas: the one left out when the program gives only the other."""
-
-
 class GradIsNone(RuntimeError):
     """`grad(T)` of a tensor whose `.grad` is None."""
 
@@ -90,7 +86,11 @@ def held_grad(t: torch.Tensor) -> torch.Tensor | None:
 
 
 def _flat(t: torch.Tensor) -> list[float]:
-    values: list[float] = t.detach().reshape(-1).tolist()
+    """The values as numbers (a mask's as 0 and 1, as the probe records them)."""
+    flat = t.detach().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.int64)
+    values: list[float] = flat.tolist()
     return values
 
 
@@ -302,31 +302,6 @@ def _backward(run: _Run, st: Stmt, a: list[Any]) -> None:
     a[0].backward(retain_graph=st.flag("retain_graph"))
 
 
-def _sgd(run: _Run, st: Stmt, a: list[Any]) -> torch.optim.Optimizer:
-    return torch.optim.SGD(
-        run.params,
-        lr=st.number("lr"),
-        momentum=st.number("momentum"),
-        dampening=st.number("dampening"),
-        weight_decay=st.number("weight_decay"),
-        nesterov=st.flag("nesterov"),
-    )
-
-
-def _adam(run: _Run, st: Stmt, a: list[Any]) -> torch.optim.Optimizer:
-    at = st.attrs
-    kwargs: dict[str, Any] = {}
-    if "beta1" in at or "beta2" in at:
-        kwargs["betas"] = (
-            st.number("beta1") if "beta1" in at else TORCH_ADAM_BETAS[0],
-            st.number("beta2") if "beta2" in at else TORCH_ADAM_BETAS[1],
-        )
-    for key in ("eps", "weight_decay"):
-        if key in at:
-            kwargs[key] = st.number(key)
-    return torch.optim.Adam(run.params, lr=st.number("lr"), **kwargs)
-
-
 def _linear(run: _Run, st: Stmt, a: list[Any]) -> torch.Tensor:
     m: torch.nn.Linear = a[0]
     return torch.nn.functional.linear(a[1], m.weight, m.bias)
@@ -350,10 +325,6 @@ def _add_scalar_(run: _Run, st: Stmt, a: list[Any]) -> None:
 
 def _freeze(run: _Run, st: Stmt, a: list[Any]) -> None:
     a[0].requires_grad_(False)
-
-
-def _step(run: _Run, st: Stmt, a: list[Any]) -> None:
-    a[0].step()
 
 
 def _zero_grad(run: _Run, st: Stmt, a: list[Any]) -> None:
@@ -391,14 +362,12 @@ _IMPL: dict[str, Impl] = {
     "linear": _linear,
     "backward": _backward,
     "grad": _grad,
-    "sgd": _sgd,
-    "adam": _adam,
-    "step": _step,
     "zero_grad": _zero_grad,
     "freeze": _freeze,
     "observe": _observe,
 }
-"""Every op torch supports but the blocks (`repeat`, `no_grad`: `_Run.block` runs them)."""
+"""The first operations torch supports but the blocks (`repeat`, `no_grad`: `_Run.block` runs them);
+the families' (optimizers and `step` included) are in `torch_ops`."""
 
 IMPLEMENTED = frozenset(_IMPL) | torch_ops.implemented() | {"repeat", "no_grad"}
 

@@ -38,12 +38,18 @@ def constructor(decl: ModuleDecl) -> tuple[str, list[AttrValue], dict[str, AttrV
     return spec.torch_class, args, kwargs
 
 
+def takes_dtype(decl: ModuleDecl) -> bool:
+    """Whether its constructor takes `dtype=`: a kind with tensors does (`Dropout` has none, and no `dtype`)."""
+    return bool(MODULES[decl.kind].params)
+
+
 def build(decl: ModuleDecl, dtype: torch.dtype) -> torch.nn.Module:
     """The torch module, in `dtype`."""
     path, args, kwargs = constructor(decl)
     module_name, _, class_name = path.rpartition(".")
     cls = getattr(importlib.import_module(module_name), class_name)
-    module: torch.nn.Module = cls(*args, **kwargs, dtype=dtype)
+    extra: dict[str, torch.dtype] = {"dtype": dtype} if takes_dtype(decl) else {}
+    module: torch.nn.Module = cls(*args, **kwargs, **extra)
     return module
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..errors import ExitCode
 from ..fmt import observed_text, value_text
 from ..model.results import CaseInfo
-from . import html_cards, html_details, html_fuzz, html_history
+from . import html_cards, html_details, html_fuzz, html_history, html_operations
 from .differences import slug
 from .html_base import CSS, SCRIPT, esc, table, verdict
 from .model import RSS_NOTE, Report, previous_text
@@ -120,7 +120,7 @@ def _header(report: Report) -> str:
     links += [("#agreements", "Agreements")] if report.agreeing else []
     links += [("#changes", "Changes"), ("#history", "History")]
     links += [(f"#case-{slug(c)}", f"Case {c}") for c in cases]
-    links += [("#expectations", "Expectations"), ("#provenance", "Provenance")]
+    links += [("#operations", "Operations"), ("#expectations", "Expectations"), ("#provenance", "Provenance")]
     nav = " ".join(f'<a href="{href}">{esc(text)}</a>' for href, text in links)
     return (
         "<header><h1>burn-torch-diff: where burn differs from PyTorch</h1>"
@@ -147,5 +147,6 @@ def render(report: Report) -> str:
         html_fuzz.section(report.fuzz),
     ]
     parts += [html_details.section(report, case, infos.get(case)) for case in report.cases()]
+    parts += [html_operations.section(list(infos.values()))]
     parts += [_expectations(report), "</main>", _footer(report), f"<script>{SCRIPT}</script>", "</body></html>\n"]
     return "\n".join(parts)

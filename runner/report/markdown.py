@@ -10,7 +10,7 @@ import re
 
 from ..fmt import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
 from ..harm import Harm
-from . import fuzzing
+from . import fuzzing, operations
 from .changes import expectation_name
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
 from .fuzzing import FuzzSection
@@ -149,6 +149,9 @@ def render(report: Report) -> str:
     out += differences(report)
 
     out += _fuzz(report.fuzz)
+
+    infos = {info.name: info for m in machines for info in m.doc.cases}
+    out += ["", f"**Operations**: {_cell(operations.summary(operations.rows(list(infos.values()))))}."]
 
     out += ["", "## Expectations", ""]
     out += _table(

@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "2f4e62e0766d3902";
+pub const CONTRACT_DIGEST: &str = "70d159dc059528bf";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -141,16 +141,65 @@ pub enum Op {
     Repeat,
     NoGrad,
     Conv2d,
+    Conv1d,
+    BatchNorm1d,
+    BatchNorm2d,
+    LayerNorm,
+    GroupNorm,
+    Embedding,
+    Dropout,
+    MultiheadAttention,
     Gelu,
+    Silu,
+    LeakyRelu,
+    Softmax,
+    LogSoftmax,
+    MaxPool2d,
+    AvgPool2d,
+    AdaptiveAvgPool2d,
     Cat,
+    Stack,
+    Narrow,
+    IndexSelect,
+    Gather,
     Argmax,
+    MaxDim,
+    MinDim,
+    MeanDim,
+    Square,
+    Var,
+    Clamp,
+    Where,
+    MaskedFill,
+    Flatten,
+    Unsqueeze,
+    Squeeze,
+    Expand,
+    Gt,
+    Lt,
+    GtScalar,
+    LtScalar,
     CrossEntropy,
+    MseLoss,
+    HuberLoss,
+    SmoothL1Loss,
+    BinaryCrossEntropyWithLogits,
+    NllLoss,
     Train,
     Eval,
+    Adamw,
+    Rmsprop,
+    StepLr,
+    CosineLr,
+    LinearLr,
+    SchedStep,
+    CopyModule,
+    SoftUpdate,
+    ModuleNoGrad,
 }
 
 impl Op {
-    pub const ALL: [Op; 46] = [
+    pub const ALL: [Op; 95] = [
         Op::Detach,
         Op::WithoutAutodiff,
         Op::RequireGrad,
@@ -191,12 +240,61 @@ impl Op {
         Op::Repeat,
         Op::NoGrad,
         Op::Conv2d,
+        Op::Conv1d,
+        Op::BatchNorm1d,
+        Op::BatchNorm2d,
+        Op::LayerNorm,
+        Op::GroupNorm,
+        Op::Embedding,
+        Op::Dropout,
+        Op::MultiheadAttention,
         Op::Gelu,
+        Op::Silu,
+        Op::LeakyRelu,
+        Op::Softmax,
+        Op::LogSoftmax,
+        Op::MaxPool2d,
+        Op::AvgPool2d,
+        Op::AdaptiveAvgPool2d,
         Op::Cat,
+        Op::Stack,
+        Op::Narrow,
+        Op::IndexSelect,
+        Op::Gather,
         Op::Argmax,
+        Op::MaxDim,
+        Op::MinDim,
+        Op::MeanDim,
+        Op::Square,
+        Op::Var,
+        Op::Clamp,
+        Op::Where,
+        Op::MaskedFill,
+        Op::Flatten,
+        Op::Unsqueeze,
+        Op::Squeeze,
+        Op::Expand,
+        Op::Gt,
+        Op::Lt,
+        Op::GtScalar,
+        Op::LtScalar,
         Op::CrossEntropy,
+        Op::MseLoss,
+        Op::HuberLoss,
+        Op::SmoothL1Loss,
+        Op::BinaryCrossEntropyWithLogits,
+        Op::NllLoss,
         Op::Train,
         Op::Eval,
+        Op::Adamw,
+        Op::Rmsprop,
+        Op::StepLr,
+        Op::CosineLr,
+        Op::LinearLr,
+        Op::SchedStep,
+        Op::CopyModule,
+        Op::SoftUpdate,
+        Op::ModuleNoGrad,
     ];
 
     /// The name the contract (and the IR) uses.
@@ -242,12 +340,61 @@ impl Op {
             Op::Repeat => "repeat",
             Op::NoGrad => "no_grad",
             Op::Conv2d => "conv2d",
+            Op::Conv1d => "conv1d",
+            Op::BatchNorm1d => "batch_norm1d",
+            Op::BatchNorm2d => "batch_norm2d",
+            Op::LayerNorm => "layer_norm",
+            Op::GroupNorm => "group_norm",
+            Op::Embedding => "embedding",
+            Op::Dropout => "dropout",
+            Op::MultiheadAttention => "multihead_attention",
             Op::Gelu => "gelu",
+            Op::Silu => "silu",
+            Op::LeakyRelu => "leaky_relu",
+            Op::Softmax => "softmax",
+            Op::LogSoftmax => "log_softmax",
+            Op::MaxPool2d => "max_pool2d",
+            Op::AvgPool2d => "avg_pool2d",
+            Op::AdaptiveAvgPool2d => "adaptive_avg_pool2d",
             Op::Cat => "cat",
+            Op::Stack => "stack",
+            Op::Narrow => "narrow",
+            Op::IndexSelect => "index_select",
+            Op::Gather => "gather",
             Op::Argmax => "argmax",
+            Op::MaxDim => "max_dim",
+            Op::MinDim => "min_dim",
+            Op::MeanDim => "mean_dim",
+            Op::Square => "square",
+            Op::Var => "var",
+            Op::Clamp => "clamp",
+            Op::Where => "where",
+            Op::MaskedFill => "masked_fill",
+            Op::Flatten => "flatten",
+            Op::Unsqueeze => "unsqueeze",
+            Op::Squeeze => "squeeze",
+            Op::Expand => "expand",
+            Op::Gt => "gt",
+            Op::Lt => "lt",
+            Op::GtScalar => "gt_scalar",
+            Op::LtScalar => "lt_scalar",
             Op::CrossEntropy => "cross_entropy",
+            Op::MseLoss => "mse_loss",
+            Op::HuberLoss => "huber_loss",
+            Op::SmoothL1Loss => "smooth_l1_loss",
+            Op::BinaryCrossEntropyWithLogits => "binary_cross_entropy_with_logits",
+            Op::NllLoss => "nll_loss",
             Op::Train => "train",
             Op::Eval => "eval",
+            Op::Adamw => "adamw",
+            Op::Rmsprop => "rmsprop",
+            Op::StepLr => "step_lr",
+            Op::CosineLr => "cosine_lr",
+            Op::LinearLr => "linear_lr",
+            Op::SchedStep => "sched_step",
+            Op::CopyModule => "copy_module",
+            Op::SoftUpdate => "soft_update",
+            Op::ModuleNoGrad => "module_no_grad",
         }
     }
 
@@ -293,19 +440,68 @@ impl Op {
             "repeat" => Some(Op::Repeat),
             "no_grad" => Some(Op::NoGrad),
             "conv2d" => Some(Op::Conv2d),
+            "conv1d" => Some(Op::Conv1d),
+            "batch_norm1d" => Some(Op::BatchNorm1d),
+            "batch_norm2d" => Some(Op::BatchNorm2d),
+            "layer_norm" => Some(Op::LayerNorm),
+            "group_norm" => Some(Op::GroupNorm),
+            "embedding" => Some(Op::Embedding),
+            "dropout" => Some(Op::Dropout),
+            "multihead_attention" => Some(Op::MultiheadAttention),
             "gelu" => Some(Op::Gelu),
+            "silu" => Some(Op::Silu),
+            "leaky_relu" => Some(Op::LeakyRelu),
+            "softmax" => Some(Op::Softmax),
+            "log_softmax" => Some(Op::LogSoftmax),
+            "max_pool2d" => Some(Op::MaxPool2d),
+            "avg_pool2d" => Some(Op::AvgPool2d),
+            "adaptive_avg_pool2d" => Some(Op::AdaptiveAvgPool2d),
             "cat" => Some(Op::Cat),
+            "stack" => Some(Op::Stack),
+            "narrow" => Some(Op::Narrow),
+            "index_select" => Some(Op::IndexSelect),
+            "gather" => Some(Op::Gather),
             "argmax" => Some(Op::Argmax),
+            "max_dim" => Some(Op::MaxDim),
+            "min_dim" => Some(Op::MinDim),
+            "mean_dim" => Some(Op::MeanDim),
+            "square" => Some(Op::Square),
+            "var" => Some(Op::Var),
+            "clamp" => Some(Op::Clamp),
+            "where" => Some(Op::Where),
+            "masked_fill" => Some(Op::MaskedFill),
+            "flatten" => Some(Op::Flatten),
+            "unsqueeze" => Some(Op::Unsqueeze),
+            "squeeze" => Some(Op::Squeeze),
+            "expand" => Some(Op::Expand),
+            "gt" => Some(Op::Gt),
+            "lt" => Some(Op::Lt),
+            "gt_scalar" => Some(Op::GtScalar),
+            "lt_scalar" => Some(Op::LtScalar),
             "cross_entropy" => Some(Op::CrossEntropy),
+            "mse_loss" => Some(Op::MseLoss),
+            "huber_loss" => Some(Op::HuberLoss),
+            "smooth_l1_loss" => Some(Op::SmoothL1Loss),
+            "binary_cross_entropy_with_logits" => Some(Op::BinaryCrossEntropyWithLogits),
+            "nll_loss" => Some(Op::NllLoss),
             "train" => Some(Op::Train),
             "eval" => Some(Op::Eval),
+            "adamw" => Some(Op::Adamw),
+            "rmsprop" => Some(Op::Rmsprop),
+            "step_lr" => Some(Op::StepLr),
+            "cosine_lr" => Some(Op::CosineLr),
+            "linear_lr" => Some(Op::LinearLr),
+            "sched_step" => Some(Op::SchedStep),
+            "copy_module" => Some(Op::CopyModule),
+            "soft_update" => Some(Op::SoftUpdate),
+            "module_no_grad" => Some(Op::ModuleNoGrad),
             _ => None,
         }
     }
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, gelu, cat, argmax, cross_entropy, train, eval".to_owned()
+        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, square, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval, adamw, rmsprop, step_lr, cosine_lr, linear_lr, sched_step, copy_module, soft_update, module_no_grad".to_owned()
     }
 }
 
@@ -353,12 +549,61 @@ impl Op {
             Op::Repeat => &[],
             Op::NoGrad => &[],
             Op::Conv2d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::Conv1d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::BatchNorm1d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::BatchNorm2d => &[ArgKind::Module, ArgKind::Tensor],
+            Op::LayerNorm => &[ArgKind::Module, ArgKind::Tensor],
+            Op::GroupNorm => &[ArgKind::Module, ArgKind::Tensor],
+            Op::Embedding => &[ArgKind::Module, ArgKind::Tensor],
+            Op::Dropout => &[ArgKind::Module, ArgKind::Tensor],
+            Op::MultiheadAttention => &[ArgKind::Module, ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
             Op::Gelu => &[ArgKind::Tensor],
+            Op::Silu => &[ArgKind::Tensor],
+            Op::LeakyRelu => &[ArgKind::Tensor],
+            Op::Softmax => &[ArgKind::Tensor],
+            Op::LogSoftmax => &[ArgKind::Tensor],
+            Op::MaxPool2d => &[ArgKind::Tensor],
+            Op::AvgPool2d => &[ArgKind::Tensor],
+            Op::AdaptiveAvgPool2d => &[ArgKind::Tensor],
             Op::Cat => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Stack => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Narrow => &[ArgKind::Tensor],
+            Op::IndexSelect => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Gather => &[ArgKind::Tensor, ArgKind::Tensor],
             Op::Argmax => &[ArgKind::Tensor],
+            Op::MaxDim => &[ArgKind::Tensor],
+            Op::MinDim => &[ArgKind::Tensor],
+            Op::MeanDim => &[ArgKind::Tensor],
+            Op::Square => &[ArgKind::Tensor],
+            Op::Var => &[ArgKind::Tensor],
+            Op::Clamp => &[ArgKind::Tensor],
+            Op::Where => &[ArgKind::Tensor, ArgKind::Tensor, ArgKind::Tensor],
+            Op::MaskedFill => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Flatten => &[ArgKind::Tensor],
+            Op::Unsqueeze => &[ArgKind::Tensor],
+            Op::Squeeze => &[ArgKind::Tensor],
+            Op::Expand => &[ArgKind::Tensor],
+            Op::Gt => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::Lt => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::GtScalar => &[ArgKind::Tensor],
+            Op::LtScalar => &[ArgKind::Tensor],
             Op::CrossEntropy => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::MseLoss => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::HuberLoss => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::SmoothL1Loss => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::BinaryCrossEntropyWithLogits => &[ArgKind::Tensor, ArgKind::Tensor],
+            Op::NllLoss => &[ArgKind::Tensor, ArgKind::Tensor],
             Op::Train => &[],
             Op::Eval => &[],
+            Op::Adamw => &[],
+            Op::Rmsprop => &[],
+            Op::StepLr => &[ArgKind::Optimizer],
+            Op::CosineLr => &[ArgKind::Optimizer],
+            Op::LinearLr => &[ArgKind::Optimizer],
+            Op::SchedStep => &[ArgKind::Scheduler],
+            Op::CopyModule => &[ArgKind::Module, ArgKind::Module],
+            Op::SoftUpdate => &[ArgKind::Module, ArgKind::Module],
+            Op::ModuleNoGrad => &[ArgKind::Module],
         }
     }
 
@@ -404,12 +649,61 @@ impl Op {
             Op::Repeat => ResultKind::Block,
             Op::NoGrad => ResultKind::Block,
             Op::Conv2d => ResultKind::Tensor,
+            Op::Conv1d => ResultKind::Tensor,
+            Op::BatchNorm1d => ResultKind::Tensor,
+            Op::BatchNorm2d => ResultKind::Tensor,
+            Op::LayerNorm => ResultKind::Tensor,
+            Op::GroupNorm => ResultKind::Tensor,
+            Op::Embedding => ResultKind::Tensor,
+            Op::Dropout => ResultKind::Tensor,
+            Op::MultiheadAttention => ResultKind::Tensor,
             Op::Gelu => ResultKind::Tensor,
+            Op::Silu => ResultKind::Tensor,
+            Op::LeakyRelu => ResultKind::Tensor,
+            Op::Softmax => ResultKind::Tensor,
+            Op::LogSoftmax => ResultKind::Tensor,
+            Op::MaxPool2d => ResultKind::Tensor,
+            Op::AvgPool2d => ResultKind::Tensor,
+            Op::AdaptiveAvgPool2d => ResultKind::Tensor,
             Op::Cat => ResultKind::Tensor,
+            Op::Stack => ResultKind::Tensor,
+            Op::Narrow => ResultKind::Tensor,
+            Op::IndexSelect => ResultKind::Tensor,
+            Op::Gather => ResultKind::Tensor,
             Op::Argmax => ResultKind::Tensor,
+            Op::MaxDim => ResultKind::Tensor,
+            Op::MinDim => ResultKind::Tensor,
+            Op::MeanDim => ResultKind::Tensor,
+            Op::Square => ResultKind::Tensor,
+            Op::Var => ResultKind::Tensor,
+            Op::Clamp => ResultKind::Tensor,
+            Op::Where => ResultKind::Tensor,
+            Op::MaskedFill => ResultKind::Tensor,
+            Op::Flatten => ResultKind::Tensor,
+            Op::Unsqueeze => ResultKind::Tensor,
+            Op::Squeeze => ResultKind::Tensor,
+            Op::Expand => ResultKind::Tensor,
+            Op::Gt => ResultKind::Tensor,
+            Op::Lt => ResultKind::Tensor,
+            Op::GtScalar => ResultKind::Tensor,
+            Op::LtScalar => ResultKind::Tensor,
             Op::CrossEntropy => ResultKind::Tensor,
+            Op::MseLoss => ResultKind::Tensor,
+            Op::HuberLoss => ResultKind::Tensor,
+            Op::SmoothL1Loss => ResultKind::Tensor,
+            Op::BinaryCrossEntropyWithLogits => ResultKind::Tensor,
+            Op::NllLoss => ResultKind::Tensor,
             Op::Train => ResultKind::Nothing,
             Op::Eval => ResultKind::Nothing,
+            Op::Adamw => ResultKind::Optimizer,
+            Op::Rmsprop => ResultKind::Optimizer,
+            Op::StepLr => ResultKind::Scheduler,
+            Op::CosineLr => ResultKind::Scheduler,
+            Op::LinearLr => ResultKind::Scheduler,
+            Op::SchedStep => ResultKind::Nothing,
+            Op::CopyModule => ResultKind::Nothing,
+            Op::SoftUpdate => ResultKind::Nothing,
+            Op::ModuleNoGrad => ResultKind::Nothing,
         }
     }
 
@@ -447,8 +741,8 @@ impl Op {
             Op::Linear => &[],
             Op::Backward => &["retain_graph", "accumulate"],
             Op::Grad => &[],
-            Op::Sgd => &["lr", "momentum", "dampening", "weight_decay", "nesterov"],
-            Op::Adam => &["lr", "beta1", "beta2", "eps", "weight_decay"],
+            Op::Sgd => &["lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_grad_norm", "clip_grad_value"],
+            Op::Adam => &["lr", "beta1", "beta2", "eps", "weight_decay", "clip_grad_norm", "clip_grad_value"],
             Op::Step => &[],
             Op::ZeroGrad => &[],
             Op::Freeze => &[],
@@ -456,12 +750,61 @@ impl Op {
             Op::Repeat => &["count", "var"],
             Op::NoGrad => &[],
             Op::Conv2d => &[],
+            Op::Conv1d => &[],
+            Op::BatchNorm1d => &[],
+            Op::BatchNorm2d => &[],
+            Op::LayerNorm => &[],
+            Op::GroupNorm => &[],
+            Op::Embedding => &[],
+            Op::Dropout => &[],
+            Op::MultiheadAttention => &[],
             Op::Gelu => &["approximate"],
+            Op::Silu => &[],
+            Op::LeakyRelu => &["negative_slope"],
+            Op::Softmax => &["dim"],
+            Op::LogSoftmax => &["dim"],
+            Op::MaxPool2d => &["kernel_size", "stride", "padding", "dilation"],
+            Op::AvgPool2d => &["kernel_size", "stride", "padding", "count_include_pad"],
+            Op::AdaptiveAvgPool2d => &["output_size"],
             Op::Cat => &["dim"],
+            Op::Stack => &["dim"],
+            Op::Narrow => &["dim", "start", "length"],
+            Op::IndexSelect => &["dim"],
+            Op::Gather => &["dim"],
             Op::Argmax => &["dim", "keepdim"],
+            Op::MaxDim => &["dim", "keepdim"],
+            Op::MinDim => &["dim", "keepdim"],
+            Op::MeanDim => &["dim", "keepdim"],
+            Op::Square => &[],
+            Op::Var => &["dim", "unbiased", "correction", "keepdim"],
+            Op::Clamp => &["min", "max"],
+            Op::Where => &[],
+            Op::MaskedFill => &["value"],
+            Op::Flatten => &["start_dim", "end_dim"],
+            Op::Unsqueeze => &["dim"],
+            Op::Squeeze => &["dim"],
+            Op::Expand => &["sizes"],
+            Op::Gt => &[],
+            Op::Lt => &[],
+            Op::GtScalar => &["scalar"],
+            Op::LtScalar => &["scalar"],
             Op::CrossEntropy => &["label_smoothing", "reduction"],
+            Op::MseLoss => &["reduction"],
+            Op::HuberLoss => &["reduction", "delta"],
+            Op::SmoothL1Loss => &["reduction", "beta"],
+            Op::BinaryCrossEntropyWithLogits => &["reduction"],
+            Op::NllLoss => &["reduction"],
             Op::Train => &[],
             Op::Eval => &[],
+            Op::Adamw => &["lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "clip_grad_norm", "clip_grad_value"],
+            Op::Rmsprop => &["lr", "alpha", "eps", "weight_decay", "momentum", "centered", "clip_grad_norm", "clip_grad_value"],
+            Op::StepLr => &["step_size", "gamma"],
+            Op::CosineLr => &["t_max", "eta_min"],
+            Op::LinearLr => &["start_factor", "end_factor", "total_iters"],
+            Op::SchedStep => &[],
+            Op::CopyModule => &[],
+            Op::SoftUpdate => &["tau"],
+            Op::ModuleNoGrad => &[],
         }
     }
 
@@ -469,10 +812,50 @@ impl Op {
     pub const fn family(self) -> Option<Family> {
         match self {
             Op::Conv2d => Some(Family::Layers),
+            Op::Conv1d => Some(Family::Layers),
+            Op::BatchNorm1d => Some(Family::Layers),
+            Op::BatchNorm2d => Some(Family::Layers),
+            Op::LayerNorm => Some(Family::Layers),
+            Op::GroupNorm => Some(Family::Layers),
+            Op::Embedding => Some(Family::Layers),
+            Op::Dropout => Some(Family::Layers),
+            Op::MultiheadAttention => Some(Family::Layers),
             Op::Gelu => Some(Family::Layers),
+            Op::Silu => Some(Family::Layers),
+            Op::LeakyRelu => Some(Family::Layers),
+            Op::Softmax => Some(Family::Layers),
+            Op::LogSoftmax => Some(Family::Layers),
+            Op::MaxPool2d => Some(Family::Layers),
+            Op::AvgPool2d => Some(Family::Layers),
+            Op::AdaptiveAvgPool2d => Some(Family::Layers),
             Op::Cat => Some(Family::Tensors),
+            Op::Stack => Some(Family::Tensors),
+            Op::Narrow => Some(Family::Tensors),
+            Op::IndexSelect => Some(Family::Tensors),
+            Op::Gather => Some(Family::Tensors),
             Op::Argmax => Some(Family::Tensors),
+            Op::MaxDim => Some(Family::Tensors),
+            Op::MinDim => Some(Family::Tensors),
+            Op::MeanDim => Some(Family::Tensors),
+            Op::Square => Some(Family::Tensors),
+            Op::Var => Some(Family::Tensors),
+            Op::Clamp => Some(Family::Tensors),
+            Op::Where => Some(Family::Tensors),
+            Op::MaskedFill => Some(Family::Tensors),
+            Op::Flatten => Some(Family::Tensors),
+            Op::Unsqueeze => Some(Family::Tensors),
+            Op::Squeeze => Some(Family::Tensors),
+            Op::Expand => Some(Family::Tensors),
+            Op::Gt => Some(Family::Tensors),
+            Op::Lt => Some(Family::Tensors),
+            Op::GtScalar => Some(Family::Tensors),
+            Op::LtScalar => Some(Family::Tensors),
             Op::CrossEntropy => Some(Family::Losses),
+            Op::MseLoss => Some(Family::Losses),
+            Op::HuberLoss => Some(Family::Losses),
+            Op::SmoothL1Loss => Some(Family::Losses),
+            Op::BinaryCrossEntropyWithLogits => Some(Family::Losses),
+            Op::NllLoss => Some(Family::Losses),
             _ => None,
         }
     }
@@ -480,7 +863,9 @@ impl Op {
     /// The most arguments it takes (more than `args()` for a variadic operation).
     pub const fn max_args(self) -> usize {
         match self {
+            Op::MultiheadAttention => 5,
             Op::Cat => 4,
+            Op::Stack => 4,
             op => op.args().len(),
         }
     }
@@ -490,6 +875,14 @@ impl Op {
         match self {
             Op::Linear => Some(ModuleKind::Linear),
             Op::Conv2d => Some(ModuleKind::Conv2d),
+            Op::Conv1d => Some(ModuleKind::Conv1d),
+            Op::BatchNorm1d => Some(ModuleKind::BatchNorm1d),
+            Op::BatchNorm2d => Some(ModuleKind::BatchNorm2d),
+            Op::LayerNorm => Some(ModuleKind::LayerNorm),
+            Op::GroupNorm => Some(ModuleKind::GroupNorm),
+            Op::Embedding => Some(ModuleKind::Embedding),
+            Op::Dropout => Some(ModuleKind::Dropout),
+            Op::MultiheadAttention => Some(ModuleKind::MultiheadAttention),
             _ => None,
         }
     }
@@ -769,14 +1162,22 @@ pub mod attrs {
     pub struct Sgd {
         /// learning rate
         pub lr: f64,
-        pub momentum: f64,
-        pub dampening: f64,
-        pub weight_decay: f64,
-        pub nesterov: bool,
+        /// burn: no `MomentumConfig` (plain SGD) when omitted or 0 (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// burn: `MomentumConfig`'s dampening (only with a momentum) (None: omitted, each framework's own default)
+        pub dampening: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub weight_decay: Option<f64>,
+        /// burn: `MomentumConfig`'s nesterov (only with a momentum) (None: omitted, each framework's own default)
+        pub nesterov: Option<bool>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
     }
 
     impl Sgd {
-        pub const KEYS: &'static [&'static str] = &["lr", "momentum", "dampening", "weight_decay", "nesterov"];
+        pub const KEYS: &'static [&'static str] = &["lr", "momentum", "dampening", "weight_decay", "nesterov", "clip_grad_norm", "clip_grad_value"];
 
         /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
         pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
@@ -786,16 +1187,16 @@ pub mod attrs {
             let lr = lr.ok_or_else(|| r.missing("lr", "float"))?;
             let momentum = r.float("momentum")?;
             if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), None, ">= 0")?; }
-            let momentum = momentum.unwrap_or(0.0);
             let dampening = r.float("dampening")?;
             if let Some(dampening) = dampening { r.range("dampening", dampening, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
-            let dampening = dampening.unwrap_or(0.0);
             let weight_decay = r.float("weight_decay")?;
             if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
-            let weight_decay = weight_decay.unwrap_or(0.0);
             let nesterov = r.bool("nesterov")?;
-            let nesterov = nesterov.unwrap_or(false);
-            Ok(Sgd { lr, momentum, dampening, weight_decay, nesterov })
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Sgd { lr, momentum, dampening, weight_decay, nesterov, clip_grad_norm, clip_grad_value })
         }
     }
 
@@ -812,10 +1213,14 @@ pub mod attrs {
         pub eps: Option<f64>,
         /// (None: omitted, each framework's own default)
         pub weight_decay: Option<f64>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
     }
 
     impl Adam {
-        pub const KEYS: &'static [&'static str] = &["lr", "beta1", "beta2", "eps", "weight_decay"];
+        pub const KEYS: &'static [&'static str] = &["lr", "beta1", "beta2", "eps", "weight_decay", "clip_grad_norm", "clip_grad_value"];
 
         /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
         pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
@@ -831,7 +1236,11 @@ pub mod attrs {
             if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), None, "> 0")?; }
             let weight_decay = r.float("weight_decay")?;
             if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
-            Ok(Adam { lr, beta1, beta2, eps, weight_decay })
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Adam { lr, beta1, beta2, eps, weight_decay, clip_grad_norm, clip_grad_value })
         }
     }
 
@@ -900,6 +1309,148 @@ pub mod attrs {
         }
     }
 
+    /// `leaky_relu`: LeakyReLU
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LeakyRelu {
+        /// the slope below zero (None: omitted, each framework's own default)
+        pub negative_slope: Option<f64>,
+    }
+
+    impl LeakyRelu {
+        pub const KEYS: &'static [&'static str] = &["negative_slope"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let negative_slope = r.float("negative_slope")?;
+            if let Some(negative_slope) = negative_slope { r.range("negative_slope", negative_slope, Some((-1000000.0, false)), Some((1000000.0, false)), ">= -1000000 and <= 1000000")?; }
+            Ok(LeakyRelu { negative_slope })
+        }
+    }
+
+    /// `softmax`: softmax along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Softmax {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Softmax {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Softmax { dim })
+        }
+    }
+
+    /// `log_softmax`: log-softmax along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LogSoftmax {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl LogSoftmax {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(LogSoftmax { dim })
+        }
+    }
+
+    /// `max_pool2d`: max pooling over square windows
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MaxPool2d {
+        /// the square window's side
+        pub kernel_size: i64,
+        /// the window's step (None: omitted, each framework's own default)
+        pub stride: Option<i64>,
+        /// on each side (at most half the kernel) (None: omitted, each framework's own default)
+        pub padding: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub dilation: Option<i64>,
+    }
+
+    impl MaxPool2d {
+        pub const KEYS: &'static [&'static str] = &["kernel_size", "stride", "padding", "dilation"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let kernel_size = r.int("kernel_size")?;
+            if let Some(kernel_size) = kernel_size { r.range("kernel_size", kernel_size as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let kernel_size = kernel_size.ok_or_else(|| r.missing("kernel_size", "int"))?;
+            let stride = r.int("stride")?;
+            if let Some(stride) = stride { r.range("stride", stride as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let padding = r.int("padding")?;
+            if let Some(padding) = padding { r.range("padding", padding as f64, Some((0.0, false)), Some((32.0, false)), ">= 0 and <= 32")?; }
+            let dilation = r.int("dilation")?;
+            if let Some(dilation) = dilation { r.range("dilation", dilation as f64, Some((1.0, false)), Some((16.0, false)), ">= 1 and <= 16")?; }
+            Ok(MaxPool2d { kernel_size, stride, padding, dilation })
+        }
+    }
+
+    /// `avg_pool2d`: average pooling over square windows
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct AvgPool2d {
+        /// the square window's side
+        pub kernel_size: i64,
+        /// the window's step (None: omitted, each framework's own default)
+        pub stride: Option<i64>,
+        /// on each side (at most half the kernel) (None: omitted, each framework's own default)
+        pub padding: Option<i64>,
+        /// the padding zeros count in the average (None: omitted, each framework's own default)
+        pub count_include_pad: Option<bool>,
+    }
+
+    impl AvgPool2d {
+        pub const KEYS: &'static [&'static str] = &["kernel_size", "stride", "padding", "count_include_pad"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let kernel_size = r.int("kernel_size")?;
+            if let Some(kernel_size) = kernel_size { r.range("kernel_size", kernel_size as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let kernel_size = kernel_size.ok_or_else(|| r.missing("kernel_size", "int"))?;
+            let stride = r.int("stride")?;
+            if let Some(stride) = stride { r.range("stride", stride as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let padding = r.int("padding")?;
+            if let Some(padding) = padding { r.range("padding", padding as f64, Some((0.0, false)), Some((32.0, false)), ">= 0 and <= 32")?; }
+            let count_include_pad = r.bool("count_include_pad")?;
+            Ok(AvgPool2d { kernel_size, stride, padding, count_include_pad })
+        }
+    }
+
+    /// `adaptive_avg_pool2d`: average pooling to a square output size
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct AdaptiveAvgPool2d {
+        /// the output's side
+        pub output_size: i64,
+    }
+
+    impl AdaptiveAvgPool2d {
+        pub const KEYS: &'static [&'static str] = &["output_size"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let output_size = r.int("output_size")?;
+            if let Some(output_size) = output_size { r.range("output_size", output_size as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let output_size = output_size.ok_or_else(|| r.missing("output_size", "int"))?;
+            Ok(AdaptiveAvgPool2d { output_size })
+        }
+    }
+
     /// `cat`: joins 2 to 4 tensors along a dim
     #[derive(Clone, Debug, PartialEq)]
     pub struct Cat {
@@ -917,6 +1468,96 @@ pub mod attrs {
             if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
             let dim = dim.unwrap_or(0);
             Ok(Cat { dim })
+        }
+    }
+
+    /// `stack`: joins 2 to 4 tensors of one shape along a new dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Stack {
+        /// the new dimension's position in the result
+        pub dim: i64,
+    }
+
+    impl Stack {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.unwrap_or(0);
+            Ok(Stack { dim })
+        }
+    }
+
+    /// `narrow`: the `length` entries from `start` along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Narrow {
+        /// the dimension
+        pub dim: i64,
+        /// the first
+        pub start: i64,
+        /// how many
+        pub length: i64,
+    }
+
+    impl Narrow {
+        pub const KEYS: &'static [&'static str] = &["dim", "start", "length"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let start = r.int("start")?;
+            if let Some(start) = start { r.range("start", start as f64, Some((-65536.0, false)), Some((65536.0, false)), ">= -65536 and <= 65536")?; }
+            let start = start.ok_or_else(|| r.missing("start", "int"))?;
+            let length = r.int("length")?;
+            if let Some(length) = length { r.range("length", length as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let length = length.ok_or_else(|| r.missing("length", "int"))?;
+            Ok(Narrow { dim, start, length })
+        }
+    }
+
+    /// `index_select`: the entries at `indices` along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct IndexSelect {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl IndexSelect {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(IndexSelect { dim })
+        }
+    }
+
+    /// `gather`: `out[i][j] = T[i][indices[i][j]]` (dim 1), by the indices' shape
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Gather {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Gather {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Gather { dim })
         }
     }
 
@@ -944,10 +1585,275 @@ pub mod attrs {
         }
     }
 
+    /// `max_dim`: the largest value along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MaxDim {
+        /// the dimension
+        pub dim: i64,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl MaxDim {
+        pub const KEYS: &'static [&'static str] = &["dim", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(MaxDim { dim, keepdim })
+        }
+    }
+
+    /// `min_dim`: the smallest value along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MinDim {
+        /// the dimension
+        pub dim: i64,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl MinDim {
+        pub const KEYS: &'static [&'static str] = &["dim", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(MinDim { dim, keepdim })
+        }
+    }
+
+    /// `mean_dim`: the mean along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MeanDim {
+        /// the dimension
+        pub dim: i64,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl MeanDim {
+        pub const KEYS: &'static [&'static str] = &["dim", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(MeanDim { dim, keepdim })
+        }
+    }
+
+    /// `var`: the variance along a dim
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Var {
+        /// the dimension
+        pub dim: i64,
+        /// divide by n - 1 (Bessel's correction); burn has no such argument: `var` is unbiased, `var_bias` is not, and a port of torch's `var(t, dim)` calls `var` (None: omitted, each framework's own default)
+        pub unbiased: Option<bool>,
+        /// divide by n - correction (torch takes any number; burn has `var` for 1 and `var_bias` for 0) (None: omitted, each framework's own default)
+        pub correction: Option<i64>,
+        /// keep the reduced dim with size 1 (torch's default False; burn always keeps it: the port squeezes it)
+        pub keepdim: bool,
+    }
+
+    impl Var {
+        pub const KEYS: &'static [&'static str] = &["dim", "unbiased", "correction", "keepdim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            let unbiased = r.bool("unbiased")?;
+            let correction = r.int("correction")?;
+            if let Some(correction) = correction { r.range("correction", correction as f64, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let keepdim = r.bool("keepdim")?;
+            let keepdim = keepdim.unwrap_or(false);
+            Ok(Var { dim, unbiased, correction, keepdim })
+        }
+    }
+
+    /// `clamp`: limits the values to [min, max]
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Clamp {
+        /// the lower bound (None: omitted, each framework's own default)
+        pub min: Option<f64>,
+        /// the upper bound (None: omitted, each framework's own default)
+        pub max: Option<f64>,
+    }
+
+    impl Clamp {
+        pub const KEYS: &'static [&'static str] = &["min", "max"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let min = r.float("min")?;
+            let max = r.float("max")?;
+            Ok(Clamp { min, max })
+        }
+    }
+
+    /// `masked_fill`: `value` where the mask is true
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MaskedFill {
+        /// the fill value
+        pub value: f64,
+    }
+
+    impl MaskedFill {
+        pub const KEYS: &'static [&'static str] = &["value"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let value = r.float("value")?;
+            let value = value.ok_or_else(|| r.missing("value", "float"))?;
+            Ok(MaskedFill { value })
+        }
+    }
+
+    /// `flatten`: merges the dims `start_dim` to `end_dim` into one
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Flatten {
+        /// the first dim merged
+        pub start_dim: i64,
+        /// the last dim merged
+        pub end_dim: i64,
+    }
+
+    impl Flatten {
+        pub const KEYS: &'static [&'static str] = &["start_dim", "end_dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let start_dim = r.int("start_dim")?;
+            if let Some(start_dim) = start_dim { r.range("start_dim", start_dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let start_dim = start_dim.unwrap_or(0);
+            let end_dim = r.int("end_dim")?;
+            if let Some(end_dim) = end_dim { r.range("end_dim", end_dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let end_dim = end_dim.unwrap_or(-1);
+            Ok(Flatten { start_dim, end_dim })
+        }
+    }
+
+    /// `unsqueeze`: inserts a dim of size 1
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Unsqueeze {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Unsqueeze {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Unsqueeze { dim })
+        }
+    }
+
+    /// `squeeze`: removes a dim of size 1
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Squeeze {
+        /// the dimension
+        pub dim: i64,
+    }
+
+    impl Squeeze {
+        pub const KEYS: &'static [&'static str] = &["dim"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let dim = r.int("dim")?;
+            if let Some(dim) = dim { r.range("dim", dim as f64, Some((-4.0, false)), Some((3.0, false)), ">= -4 and <= 3")?; }
+            let dim = dim.ok_or_else(|| r.missing("dim", "int"))?;
+            Ok(Squeeze { dim })
+        }
+    }
+
+    /// `expand`: broadcasts size-1 dims to a larger size, without copying
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Expand {
+        /// the new shape, rank 1 to 4; -1 keeps a dim
+        pub sizes: Vec<i64>,
+    }
+
+    impl Expand {
+        pub const KEYS: &'static [&'static str] = &["sizes"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let sizes = r.int_list("sizes")?;
+            let sizes = sizes.ok_or_else(|| r.missing("sizes", "int_list"))?;
+            Ok(Expand { sizes })
+        }
+    }
+
+    /// `gt_scalar`: elementwise `T > s` against a number: a bool mask
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GtScalar {
+        /// the number
+        pub scalar: f64,
+    }
+
+    impl GtScalar {
+        pub const KEYS: &'static [&'static str] = &["scalar"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let scalar = r.float("scalar")?;
+            let scalar = scalar.ok_or_else(|| r.missing("scalar", "float"))?;
+            Ok(GtScalar { scalar })
+        }
+    }
+
+    /// `lt_scalar`: elementwise `T < s` against a number: a bool mask
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LtScalar {
+        /// the number
+        pub scalar: f64,
+    }
+
+    impl LtScalar {
+        pub const KEYS: &'static [&'static str] = &["scalar"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let scalar = r.float("scalar")?;
+            let scalar = scalar.ok_or_else(|| r.missing("scalar", "float"))?;
+            Ok(LtScalar { scalar })
+        }
+    }
+
     /// `cross_entropy`: cross-entropy of logits `[N, C]` against class indices `[N]`
     #[derive(Clone, Debug, PartialEq)]
     pub struct CrossEntropy {
-        /// the share of the target spread evenly over the classes (None: omitted, each framework's own default)
+        /// the share of the target spread evenly over the classes (burn: `smoothing` None, no smoothing) (None: omitted, each framework's own default)
         pub label_smoothing: Option<f64>,
         /// (None: omitted, each framework's own default)
         pub reduction: Option<Reduction>,
@@ -975,6 +1881,311 @@ pub mod attrs {
         }
     }
 
+    /// `mse_loss`: the squared error of two tensors of one shape
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MseLoss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+    }
+
+    impl MseLoss {
+        pub const KEYS: &'static [&'static str] = &["reduction"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            Ok(MseLoss { reduction })
+        }
+    }
+
+    /// `huber_loss`: quadratic below `delta`, linear above it
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HuberLoss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+        /// where the loss turns linear (torch's default 1.0; burn: required, no default)
+        pub delta: f64,
+    }
+
+    impl HuberLoss {
+        pub const KEYS: &'static [&'static str] = &["reduction", "delta"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            let delta = r.float("delta")?;
+            if let Some(delta) = delta { r.range("delta", delta, Some((0.0, true)), None, "> 0")?; }
+            let delta = delta.unwrap_or(1.0);
+            Ok(HuberLoss { reduction, delta })
+        }
+    }
+
+    /// `smooth_l1_loss`: Huber divided by `beta`: quadratic below `beta`, `|x - y| - beta / 2` above
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SmoothL1Loss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+        /// where the loss turns linear (None: omitted, each framework's own default)
+        pub beta: Option<f64>,
+    }
+
+    impl SmoothL1Loss {
+        pub const KEYS: &'static [&'static str] = &["reduction", "beta"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            let beta = r.float("beta")?;
+            if let Some(beta) = beta { r.range("beta", beta, Some((0.0, false)), None, ">= 0")?; }
+            Ok(SmoothL1Loss { reduction, beta })
+        }
+    }
+
+    /// `binary_cross_entropy_with_logits`: binary cross-entropy of logits against targets of the same shape
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BinaryCrossEntropyWithLogits {
+        /// (None: omitted, each framework's own default)
+        pub reduction: Option<Reduction>,
+    }
+
+    impl BinaryCrossEntropyWithLogits {
+        pub const KEYS: &'static [&'static str] = &["reduction"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            Ok(BinaryCrossEntropyWithLogits { reduction })
+        }
+
+        /// Why burn 0.22.1 cannot run these attributes' values; None: it can.
+        pub fn burn_unsupported(&self) -> Option<&'static str> {
+            if self.reduction == Some(Reduction::Sum) || self.reduction == Some(Reduction::None) {
+                return Some("burn 0.22.1's loss module returns the mean; a port sums or keeps the losses itself");
+            }
+            None
+        }
+    }
+
+    /// `nll_loss`: the negative log-probability of the target class, of `[N, C]` against class indices `[N]`
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NllLoss {
+        /// torch's default 'mean'; burn's `forward` takes a `Reduction` with no default, so the port writes torch's (`Reduction::Mean`, `Reduction::Sum`; 'none': `forward_no_reduction`)
+        pub reduction: Reduction,
+    }
+
+    impl NllLoss {
+        pub const KEYS: &'static [&'static str] = &["reduction"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let reduction = r.text("reduction")?;
+            let reduction = match reduction { None => None, Some(text) => Some(Reduction::from_name(&text).ok_or_else(|| r.not_one_of("reduction", &text, &["mean", "sum", "none"]))?) };
+            let reduction = reduction.unwrap_or(Reduction::Mean);
+            Ok(NllLoss { reduction })
+        }
+    }
+
+    /// `adamw`: AdamW (decoupled weight decay) over every param (declaration order)
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Adamw {
+        /// learning rate
+        pub lr: f64,
+        /// (None: omitted, each framework's own default)
+        pub beta1: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub beta2: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// decoupled: the param is multiplied by 1 - lr * weight_decay (None: omitted, each framework's own default)
+        pub weight_decay: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub amsgrad: Option<bool>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
+    }
+
+    impl Adamw {
+        pub const KEYS: &'static [&'static str] = &["lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "clip_grad_norm", "clip_grad_value"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let lr = r.float("lr")?;
+            if let Some(lr) = lr { r.range("lr", lr, Some((0.0, true)), None, "> 0")?; }
+            let lr = lr.ok_or_else(|| r.missing("lr", "float"))?;
+            let beta1 = r.float("beta1")?;
+            if let Some(beta1) = beta1 { r.range("beta1", beta1, Some((0.0, false)), Some((1.0, true)), ">= 0 and < 1")?; }
+            let beta2 = r.float("beta2")?;
+            if let Some(beta2) = beta2 { r.range("beta2", beta2, Some((0.0, false)), Some((1.0, true)), ">= 0 and < 1")?; }
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), None, "> 0")?; }
+            let weight_decay = r.float("weight_decay")?;
+            if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
+            let amsgrad = r.bool("amsgrad")?;
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Adamw { lr, beta1, beta2, eps, weight_decay, amsgrad, clip_grad_norm, clip_grad_value })
+        }
+    }
+
+    /// `rmsprop`: RMSprop over every param (declaration order)
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Rmsprop {
+        /// learning rate
+        pub lr: f64,
+        /// smoothing constant of the squared-gradient average (None: omitted, each framework's own default)
+        pub alpha: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub weight_decay: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// (None: omitted, each framework's own default)
+        pub centered: Option<bool>,
+        /// clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` (one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config (omitted: no clipping on either side) (None: omitted, each framework's own default)
+        pub clip_grad_norm: Option<f64>,
+        /// clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping) (None: omitted, each framework's own default)
+        pub clip_grad_value: Option<f64>,
+    }
+
+    impl Rmsprop {
+        pub const KEYS: &'static [&'static str] = &["lr", "alpha", "eps", "weight_decay", "momentum", "centered", "clip_grad_norm", "clip_grad_value"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let lr = r.float("lr")?;
+            if let Some(lr) = lr { r.range("lr", lr, Some((0.0, true)), None, "> 0")?; }
+            let lr = lr.ok_or_else(|| r.missing("lr", "float"))?;
+            let alpha = r.float("alpha")?;
+            if let Some(alpha) = alpha { r.range("alpha", alpha, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), None, "> 0")?; }
+            let weight_decay = r.float("weight_decay")?;
+            if let Some(weight_decay) = weight_decay { r.range("weight_decay", weight_decay, Some((0.0, false)), None, ">= 0")?; }
+            let momentum = r.float("momentum")?;
+            if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), None, ">= 0")?; }
+            let centered = r.bool("centered")?;
+            let clip_grad_norm = r.float("clip_grad_norm")?;
+            if let Some(clip_grad_norm) = clip_grad_norm { r.range("clip_grad_norm", clip_grad_norm, Some((0.0, true)), None, "> 0")?; }
+            let clip_grad_value = r.float("clip_grad_value")?;
+            if let Some(clip_grad_value) = clip_grad_value { r.range("clip_grad_value", clip_grad_value, Some((0.0, true)), None, "> 0")?; }
+            Ok(Rmsprop { lr, alpha, eps, weight_decay, momentum, centered, clip_grad_norm, clip_grad_value })
+        }
+    }
+
+    /// `step_lr`: a schedule that multiplies the learning rate by `gamma` every `step_size` scheduler steps
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct StepLr {
+        /// scheduler steps per decay
+        pub step_size: i64,
+        /// the factor (None: omitted, each framework's own default)
+        pub gamma: Option<f64>,
+    }
+
+    impl StepLr {
+        pub const KEYS: &'static [&'static str] = &["step_size", "gamma"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let step_size = r.int("step_size")?;
+            if let Some(step_size) = step_size { r.range("step_size", step_size as f64, Some((1.0, false)), Some((10000000.0, false)), ">= 1 and <= 10000000")?; }
+            let step_size = step_size.ok_or_else(|| r.missing("step_size", "int"))?;
+            let gamma = r.float("gamma")?;
+            if let Some(gamma) = gamma { r.range("gamma", gamma, Some((0.0, true)), None, "> 0")?; }
+            Ok(StepLr { step_size, gamma })
+        }
+    }
+
+    /// `cosine_lr`: cosine annealing from the optimizer's learning rate to `eta_min` over `t_max` scheduler steps
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct CosineLr {
+        /// scheduler steps of a half period
+        pub t_max: i64,
+        /// the lowest learning rate (None: omitted, each framework's own default)
+        pub eta_min: Option<f64>,
+    }
+
+    impl CosineLr {
+        pub const KEYS: &'static [&'static str] = &["t_max", "eta_min"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let t_max = r.int("t_max")?;
+            if let Some(t_max) = t_max { r.range("t_max", t_max as f64, Some((1.0, false)), Some((10000000.0, false)), ">= 1 and <= 10000000")?; }
+            let t_max = t_max.ok_or_else(|| r.missing("t_max", "int"))?;
+            let eta_min = r.float("eta_min")?;
+            if let Some(eta_min) = eta_min { r.range("eta_min", eta_min, Some((0.0, false)), None, ">= 0")?; }
+            Ok(CosineLr { t_max, eta_min })
+        }
+    }
+
+    /// `linear_lr`: a linear warm-up (or decay) of the learning rate's factor from `start_factor` to `end_factor` over `total_iters` scheduler steps
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LinearLr {
+        /// burn: no default (a port writes torch's) (None: omitted, each framework's own default)
+        pub start_factor: Option<f64>,
+        /// burn: no default (a port writes torch's) (None: omitted, each framework's own default)
+        pub end_factor: Option<f64>,
+        /// burn: no default (a port writes torch's) (None: omitted, each framework's own default)
+        pub total_iters: Option<i64>,
+    }
+
+    impl LinearLr {
+        pub const KEYS: &'static [&'static str] = &["start_factor", "end_factor", "total_iters"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let start_factor = r.float("start_factor")?;
+            if let Some(start_factor) = start_factor { r.range("start_factor", start_factor, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let end_factor = r.float("end_factor")?;
+            if let Some(end_factor) = end_factor { r.range("end_factor", end_factor, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let total_iters = r.int("total_iters")?;
+            if let Some(total_iters) = total_iters { r.range("total_iters", total_iters as f64, Some((1.0, false)), Some((10000000.0, false)), ">= 1 and <= 10000000")?; }
+            Ok(LinearLr { start_factor, end_factor, total_iters })
+        }
+    }
+
+    /// `soft_update`: moves a target module's params toward another's: t = (1 - tau) t + tau o (Polyak averaging)
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SoftUpdate {
+        /// the share of the online params taken
+        pub tau: f64,
+    }
+
+    impl SoftUpdate {
+        pub const KEYS: &'static [&'static str] = &["tau"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let tau = r.float("tau")?;
+            if let Some(tau) = tau { r.range("tau", tau, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let tau = tau.ok_or_else(|| r.missing("tau", "float"))?;
+            Ok(SoftUpdate { tau })
+        }
+    }
+
 }
 
 /// The attributes of an operation a family implements, read by `OpAttrs::read`.
@@ -982,9 +2193,36 @@ pub mod attrs {
 pub enum OpAttrs {
     None,
     Gelu(attrs::Gelu),
+    LeakyRelu(attrs::LeakyRelu),
+    Softmax(attrs::Softmax),
+    LogSoftmax(attrs::LogSoftmax),
+    MaxPool2d(attrs::MaxPool2d),
+    AvgPool2d(attrs::AvgPool2d),
+    AdaptiveAvgPool2d(attrs::AdaptiveAvgPool2d),
     Cat(attrs::Cat),
+    Stack(attrs::Stack),
+    Narrow(attrs::Narrow),
+    IndexSelect(attrs::IndexSelect),
+    Gather(attrs::Gather),
     Argmax(attrs::Argmax),
+    MaxDim(attrs::MaxDim),
+    MinDim(attrs::MinDim),
+    MeanDim(attrs::MeanDim),
+    Var(attrs::Var),
+    Clamp(attrs::Clamp),
+    MaskedFill(attrs::MaskedFill),
+    Flatten(attrs::Flatten),
+    Unsqueeze(attrs::Unsqueeze),
+    Squeeze(attrs::Squeeze),
+    Expand(attrs::Expand),
+    GtScalar(attrs::GtScalar),
+    LtScalar(attrs::LtScalar),
     CrossEntropy(attrs::CrossEntropy),
+    MseLoss(attrs::MseLoss),
+    HuberLoss(attrs::HuberLoss),
+    SmoothL1Loss(attrs::SmoothL1Loss),
+    BinaryCrossEntropyWithLogits(attrs::BinaryCrossEntropyWithLogits),
+    NllLoss(attrs::NllLoss),
 }
 
 impl OpAttrs {
@@ -992,9 +2230,36 @@ impl OpAttrs {
     pub fn read(op: Op, r: &AttrReader<'_>) -> Result<OpAttrs, IrError> {
         Ok(match op {
             Op::Gelu => OpAttrs::Gelu(attrs::Gelu::read(r)?),
+            Op::LeakyRelu => OpAttrs::LeakyRelu(attrs::LeakyRelu::read(r)?),
+            Op::Softmax => OpAttrs::Softmax(attrs::Softmax::read(r)?),
+            Op::LogSoftmax => OpAttrs::LogSoftmax(attrs::LogSoftmax::read(r)?),
+            Op::MaxPool2d => OpAttrs::MaxPool2d(attrs::MaxPool2d::read(r)?),
+            Op::AvgPool2d => OpAttrs::AvgPool2d(attrs::AvgPool2d::read(r)?),
+            Op::AdaptiveAvgPool2d => OpAttrs::AdaptiveAvgPool2d(attrs::AdaptiveAvgPool2d::read(r)?),
             Op::Cat => OpAttrs::Cat(attrs::Cat::read(r)?),
+            Op::Stack => OpAttrs::Stack(attrs::Stack::read(r)?),
+            Op::Narrow => OpAttrs::Narrow(attrs::Narrow::read(r)?),
+            Op::IndexSelect => OpAttrs::IndexSelect(attrs::IndexSelect::read(r)?),
+            Op::Gather => OpAttrs::Gather(attrs::Gather::read(r)?),
             Op::Argmax => OpAttrs::Argmax(attrs::Argmax::read(r)?),
+            Op::MaxDim => OpAttrs::MaxDim(attrs::MaxDim::read(r)?),
+            Op::MinDim => OpAttrs::MinDim(attrs::MinDim::read(r)?),
+            Op::MeanDim => OpAttrs::MeanDim(attrs::MeanDim::read(r)?),
+            Op::Var => OpAttrs::Var(attrs::Var::read(r)?),
+            Op::Clamp => OpAttrs::Clamp(attrs::Clamp::read(r)?),
+            Op::MaskedFill => OpAttrs::MaskedFill(attrs::MaskedFill::read(r)?),
+            Op::Flatten => OpAttrs::Flatten(attrs::Flatten::read(r)?),
+            Op::Unsqueeze => OpAttrs::Unsqueeze(attrs::Unsqueeze::read(r)?),
+            Op::Squeeze => OpAttrs::Squeeze(attrs::Squeeze::read(r)?),
+            Op::Expand => OpAttrs::Expand(attrs::Expand::read(r)?),
+            Op::GtScalar => OpAttrs::GtScalar(attrs::GtScalar::read(r)?),
+            Op::LtScalar => OpAttrs::LtScalar(attrs::LtScalar::read(r)?),
             Op::CrossEntropy => OpAttrs::CrossEntropy(attrs::CrossEntropy::read(r)?),
+            Op::MseLoss => OpAttrs::MseLoss(attrs::MseLoss::read(r)?),
+            Op::HuberLoss => OpAttrs::HuberLoss(attrs::HuberLoss::read(r)?),
+            Op::SmoothL1Loss => OpAttrs::SmoothL1Loss(attrs::SmoothL1Loss::read(r)?),
+            Op::BinaryCrossEntropyWithLogits => OpAttrs::BinaryCrossEntropyWithLogits(attrs::BinaryCrossEntropyWithLogits::read(r)?),
+            Op::NllLoss => OpAttrs::NllLoss(attrs::NllLoss::read(r)?),
             _ => {
                 r.only(op.attr_keys())?;
                 OpAttrs::None
@@ -1006,9 +2271,20 @@ impl OpAttrs {
     pub fn burn_unsupported(&self) -> Option<&'static str> {
         match self {
             OpAttrs::CrossEntropy(a) => a.burn_unsupported(),
+            OpAttrs::BinaryCrossEntropyWithLogits(a) => a.burn_unsupported(),
             _ => None,
         }
     }
+}
+
+/// torch's own default of the attributes burn's config has no default for (`burn_writes_torch_default`
+/// in the table): what a port writes on the burn side.
+pub mod torch_defaults {
+    pub const LINEAR_LR_START_FACTOR: f64 = 0.3333333333333333;
+    pub const LINEAR_LR_END_FACTOR: f64 = 1.0;
+    pub const LINEAR_LR_TOTAL_ITERS: i64 = 5;
+    pub const DROPOUT_P: f64 = 0.5;
+    pub const MULTIHEADATTENTION_BATCH_FIRST: bool = false;
 }
 
 // The module kinds a program declares (runner/contract/ops.py MODULES).
@@ -1018,12 +2294,28 @@ impl OpAttrs {
 pub enum ModuleKind {
     Linear,
     Conv2d,
+    Conv1d,
+    BatchNorm1d,
+    BatchNorm2d,
+    LayerNorm,
+    GroupNorm,
+    Embedding,
+    Dropout,
+    MultiheadAttention,
 }
 
 impl ModuleKind {
-    pub const ALL: [ModuleKind; 2] = [
+    pub const ALL: [ModuleKind; 10] = [
         ModuleKind::Linear,
         ModuleKind::Conv2d,
+        ModuleKind::Conv1d,
+        ModuleKind::BatchNorm1d,
+        ModuleKind::BatchNorm2d,
+        ModuleKind::LayerNorm,
+        ModuleKind::GroupNorm,
+        ModuleKind::Embedding,
+        ModuleKind::Dropout,
+        ModuleKind::MultiheadAttention,
     ];
 
     /// The name the contract (and the IR) uses.
@@ -1031,6 +2323,14 @@ impl ModuleKind {
         match self {
             ModuleKind::Linear => "linear",
             ModuleKind::Conv2d => "conv2d",
+            ModuleKind::Conv1d => "conv1d",
+            ModuleKind::BatchNorm1d => "batch_norm1d",
+            ModuleKind::BatchNorm2d => "batch_norm2d",
+            ModuleKind::LayerNorm => "layer_norm",
+            ModuleKind::GroupNorm => "group_norm",
+            ModuleKind::Embedding => "embedding",
+            ModuleKind::Dropout => "dropout",
+            ModuleKind::MultiheadAttention => "multihead_attention",
         }
     }
 
@@ -1038,13 +2338,21 @@ impl ModuleKind {
         match name {
             "linear" => Some(ModuleKind::Linear),
             "conv2d" => Some(ModuleKind::Conv2d),
+            "conv1d" => Some(ModuleKind::Conv1d),
+            "batch_norm1d" => Some(ModuleKind::BatchNorm1d),
+            "batch_norm2d" => Some(ModuleKind::BatchNorm2d),
+            "layer_norm" => Some(ModuleKind::LayerNorm),
+            "group_norm" => Some(ModuleKind::GroupNorm),
+            "embedding" => Some(ModuleKind::Embedding),
+            "dropout" => Some(ModuleKind::Dropout),
+            "multihead_attention" => Some(ModuleKind::MultiheadAttention),
             _ => None,
         }
     }
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "linear, conv2d".to_owned()
+        "linear, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention".to_owned()
     }
 }
 
@@ -1054,6 +2362,14 @@ impl ModuleKind {
         match self {
             ModuleKind::Linear => &["weight", "bias"],
             ModuleKind::Conv2d => &["weight", "bias"],
+            ModuleKind::Conv1d => &["weight", "bias"],
+            ModuleKind::BatchNorm1d => &["weight", "bias", "running_mean", "running_var"],
+            ModuleKind::BatchNorm2d => &["weight", "bias", "running_mean", "running_var"],
+            ModuleKind::LayerNorm => &["weight", "bias"],
+            ModuleKind::GroupNorm => &["weight", "bias"],
+            ModuleKind::Embedding => &["weight"],
+            ModuleKind::Dropout => &[],
+            ModuleKind::MultiheadAttention => &["in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias"],
         }
     }
 
@@ -1062,6 +2378,14 @@ impl ModuleKind {
         match self {
             ModuleKind::Linear => Op::Linear,
             ModuleKind::Conv2d => Op::Conv2d,
+            ModuleKind::Conv1d => Op::Conv1d,
+            ModuleKind::BatchNorm1d => Op::BatchNorm1d,
+            ModuleKind::BatchNorm2d => Op::BatchNorm2d,
+            ModuleKind::LayerNorm => Op::LayerNorm,
+            ModuleKind::GroupNorm => Op::GroupNorm,
+            ModuleKind::Embedding => Op::Embedding,
+            ModuleKind::Dropout => Op::Dropout,
+            ModuleKind::MultiheadAttention => Op::MultiheadAttention,
         }
     }
 }
@@ -1153,6 +2477,259 @@ pub mod modules {
         }
     }
 
+    /// `Conv1d`: the attributes of a `Conv1d` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Conv1d {
+        /// input channels
+        pub in_channels: i64,
+        /// output channels
+        pub out_channels: i64,
+        /// the kernel's length
+        pub kernel_size: i64,
+        /// (None: omitted, each framework's own default)
+        pub stride: Option<i64>,
+        /// zeros on each side (None: omitted, each framework's own default)
+        pub padding: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub dilation: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub groups: Option<i64>,
+        /// (None: omitted, each framework's own default)
+        pub bias: Option<bool>,
+    }
+
+    impl Conv1d {
+        pub const KEYS: &'static [&'static str] = &["in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let in_channels = r.int("in_channels")?;
+            if let Some(in_channels) = in_channels { r.range("in_channels", in_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let in_channels = in_channels.ok_or_else(|| r.missing("in_channels", "int"))?;
+            let out_channels = r.int("out_channels")?;
+            if let Some(out_channels) = out_channels { r.range("out_channels", out_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let out_channels = out_channels.ok_or_else(|| r.missing("out_channels", "int"))?;
+            let kernel_size = r.int("kernel_size")?;
+            if let Some(kernel_size) = kernel_size { r.range("kernel_size", kernel_size as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let kernel_size = kernel_size.ok_or_else(|| r.missing("kernel_size", "int"))?;
+            let stride = r.int("stride")?;
+            if let Some(stride) = stride { r.range("stride", stride as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let padding = r.int("padding")?;
+            if let Some(padding) = padding { r.range("padding", padding as f64, Some((0.0, false)), Some((64.0, false)), ">= 0 and <= 64")?; }
+            let dilation = r.int("dilation")?;
+            if let Some(dilation) = dilation { r.range("dilation", dilation as f64, Some((1.0, false)), Some((64.0, false)), ">= 1 and <= 64")?; }
+            let groups = r.int("groups")?;
+            if let Some(groups) = groups { r.range("groups", groups as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let bias = r.bool("bias")?;
+            Ok(Conv1d { in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias })
+        }
+    }
+
+    /// `BatchNorm1d`: the attributes of a `BatchNorm1d` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BatchNorm1d {
+        /// channels (dim 1)
+        pub num_features: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// the weight of the batch's statistics in the running ones (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// learnable weight and bias (burn: no such setting, gamma and beta always exist) (None: omitted, each framework's own default)
+        pub affine: Option<bool>,
+    }
+
+    impl BatchNorm1d {
+        pub const KEYS: &'static [&'static str] = &["num_features", "eps", "momentum", "affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_features = r.int("num_features")?;
+            if let Some(num_features) = num_features { r.range("num_features", num_features as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_features = num_features.ok_or_else(|| r.missing("num_features", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let momentum = r.float("momentum")?;
+            if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let affine = r.bool("affine")?;
+            Ok(BatchNorm1d { num_features, eps, momentum, affine })
+        }
+    }
+
+    /// `BatchNorm2d`: the attributes of a `BatchNorm2d` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BatchNorm2d {
+        /// channels (dim 1)
+        pub num_features: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// the weight of the batch's statistics in the running ones (None: omitted, each framework's own default)
+        pub momentum: Option<f64>,
+        /// learnable weight and bias (burn: no such setting, gamma and beta always exist) (None: omitted, each framework's own default)
+        pub affine: Option<bool>,
+    }
+
+    impl BatchNorm2d {
+        pub const KEYS: &'static [&'static str] = &["num_features", "eps", "momentum", "affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_features = r.int("num_features")?;
+            if let Some(num_features) = num_features { r.range("num_features", num_features as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_features = num_features.ok_or_else(|| r.missing("num_features", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let momentum = r.float("momentum")?;
+            if let Some(momentum) = momentum { r.range("momentum", momentum, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            let affine = r.bool("affine")?;
+            Ok(BatchNorm2d { num_features, eps, momentum, affine })
+        }
+    }
+
+    /// `LayerNorm`: the attributes of a `LayerNorm` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LayerNorm {
+        /// the size of the last dim (the one normalized)
+        pub normalized_shape: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// learnable weight and bias (burn: gamma always, beta optional) (None: omitted, each framework's own default)
+        pub elementwise_affine: Option<bool>,
+    }
+
+    impl LayerNorm {
+        pub const KEYS: &'static [&'static str] = &["normalized_shape", "eps", "elementwise_affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let normalized_shape = r.int("normalized_shape")?;
+            if let Some(normalized_shape) = normalized_shape { r.range("normalized_shape", normalized_shape as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let normalized_shape = normalized_shape.ok_or_else(|| r.missing("normalized_shape", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let elementwise_affine = r.bool("elementwise_affine")?;
+            Ok(LayerNorm { normalized_shape, eps, elementwise_affine })
+        }
+    }
+
+    /// `GroupNorm`: the attributes of a `GroupNorm` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GroupNorm {
+        /// groups of channels
+        pub num_groups: i64,
+        /// channels (dim 1)
+        pub num_channels: i64,
+        /// added to the variance (None: omitted, each framework's own default)
+        pub eps: Option<f64>,
+        /// learnable weight and bias (None: omitted, each framework's own default)
+        pub affine: Option<bool>,
+    }
+
+    impl GroupNorm {
+        pub const KEYS: &'static [&'static str] = &["num_groups", "num_channels", "eps", "affine"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_groups = r.int("num_groups")?;
+            if let Some(num_groups) = num_groups { r.range("num_groups", num_groups as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_groups = num_groups.ok_or_else(|| r.missing("num_groups", "int"))?;
+            let num_channels = r.int("num_channels")?;
+            if let Some(num_channels) = num_channels { r.range("num_channels", num_channels as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_channels = num_channels.ok_or_else(|| r.missing("num_channels", "int"))?;
+            let eps = r.float("eps")?;
+            if let Some(eps) = eps { r.range("eps", eps, Some((0.0, true)), Some((1.0, false)), "> 0 and <= 1")?; }
+            let affine = r.bool("affine")?;
+            Ok(GroupNorm { num_groups, num_channels, eps, affine })
+        }
+    }
+
+    /// `Embedding`: the attributes of a `Embedding` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Embedding {
+        /// rows
+        pub num_embeddings: i64,
+        /// columns
+        pub embedding_dim: i64,
+        /// the row that stays zero and gets no gradient (torch only; negative counts from the end) (None: omitted, each framework's own default)
+        pub padding_idx: Option<i64>,
+    }
+
+    impl Embedding {
+        pub const KEYS: &'static [&'static str] = &["num_embeddings", "embedding_dim", "padding_idx"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let num_embeddings = r.int("num_embeddings")?;
+            if let Some(num_embeddings) = num_embeddings { r.range("num_embeddings", num_embeddings as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_embeddings = num_embeddings.ok_or_else(|| r.missing("num_embeddings", "int"))?;
+            let embedding_dim = r.int("embedding_dim")?;
+            if let Some(embedding_dim) = embedding_dim { r.range("embedding_dim", embedding_dim as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let embedding_dim = embedding_dim.ok_or_else(|| r.missing("embedding_dim", "int"))?;
+            let padding_idx = r.int("padding_idx")?;
+            if let Some(padding_idx) = padding_idx { r.range("padding_idx", padding_idx as f64, Some((-65536.0, false)), Some((65536.0, false)), ">= -65536 and <= 65536")?; }
+            Ok(Embedding { num_embeddings, embedding_dim, padding_idx })
+        }
+    }
+
+    /// `Dropout`: the attributes of a `Dropout` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Dropout {
+        /// the probability of zeroing an element (burn: required, the port writes torch's 0.5) (None: omitted, each framework's own default)
+        pub p: Option<f64>,
+    }
+
+    impl Dropout {
+        pub const KEYS: &'static [&'static str] = &["p"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let p = r.float("p")?;
+            if let Some(p) = p { r.range("p", p, Some((0.0, false)), Some((1.0, false)), ">= 0 and <= 1")?; }
+            Ok(Dropout { p })
+        }
+    }
+
+    /// `MultiheadAttention`: the attributes of a `MultiheadAttention` declaration
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MultiheadAttention {
+        /// the model's width
+        pub embed_dim: i64,
+        /// heads (must divide embed_dim)
+        pub num_heads: i64,
+        /// dropout of the attention weights in training (None: omitted, each framework's own default)
+        pub dropout: Option<f64>,
+        /// biases of the projections (None: omitted, each framework's own default)
+        pub bias: Option<bool>,
+        /// inputs `[N, L, d]` rather than `[L, N, d]` (burn: always batch first) (None: omitted, each framework's own default)
+        pub batch_first: Option<bool>,
+    }
+
+    impl MultiheadAttention {
+        pub const KEYS: &'static [&'static str] = &["embed_dim", "num_heads", "dropout", "bias", "batch_first"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let embed_dim = r.int("embed_dim")?;
+            if let Some(embed_dim) = embed_dim { r.range("embed_dim", embed_dim as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let embed_dim = embed_dim.ok_or_else(|| r.missing("embed_dim", "int"))?;
+            let num_heads = r.int("num_heads")?;
+            if let Some(num_heads) = num_heads { r.range("num_heads", num_heads as f64, Some((1.0, false)), Some((65536.0, false)), ">= 1 and <= 65536")?; }
+            let num_heads = num_heads.ok_or_else(|| r.missing("num_heads", "int"))?;
+            let dropout = r.float("dropout")?;
+            if let Some(dropout) = dropout { r.range("dropout", dropout, Some((0.0, false)), Some((1.0, true)), ">= 0 and < 1")?; }
+            let bias = r.bool("bias")?;
+            let batch_first = r.bool("batch_first")?;
+            Ok(MultiheadAttention { embed_dim, num_heads, dropout, bias, batch_first })
+        }
+    }
+
 }
 
 /// A module declaration's attributes, by kind.
@@ -1160,6 +2737,14 @@ pub mod modules {
 pub enum ModuleAttrs {
     Linear(modules::Linear),
     Conv2d(modules::Conv2d),
+    Conv1d(modules::Conv1d),
+    BatchNorm1d(modules::BatchNorm1d),
+    BatchNorm2d(modules::BatchNorm2d),
+    LayerNorm(modules::LayerNorm),
+    GroupNorm(modules::GroupNorm),
+    Embedding(modules::Embedding),
+    Dropout(modules::Dropout),
+    MultiheadAttention(modules::MultiheadAttention),
 }
 
 impl ModuleAttrs {
@@ -1167,6 +2752,14 @@ impl ModuleAttrs {
         Ok(match kind {
             ModuleKind::Linear => ModuleAttrs::Linear(modules::Linear::read(r)?),
             ModuleKind::Conv2d => ModuleAttrs::Conv2d(modules::Conv2d::read(r)?),
+            ModuleKind::Conv1d => ModuleAttrs::Conv1d(modules::Conv1d::read(r)?),
+            ModuleKind::BatchNorm1d => ModuleAttrs::BatchNorm1d(modules::BatchNorm1d::read(r)?),
+            ModuleKind::BatchNorm2d => ModuleAttrs::BatchNorm2d(modules::BatchNorm2d::read(r)?),
+            ModuleKind::LayerNorm => ModuleAttrs::LayerNorm(modules::LayerNorm::read(r)?),
+            ModuleKind::GroupNorm => ModuleAttrs::GroupNorm(modules::GroupNorm::read(r)?),
+            ModuleKind::Embedding => ModuleAttrs::Embedding(modules::Embedding::read(r)?),
+            ModuleKind::Dropout => ModuleAttrs::Dropout(modules::Dropout::read(r)?),
+            ModuleKind::MultiheadAttention => ModuleAttrs::MultiheadAttention(modules::MultiheadAttention::read(r)?),
         })
     }
 
@@ -1174,6 +2767,14 @@ impl ModuleAttrs {
         match self {
             ModuleAttrs::Linear(_) => ModuleKind::Linear,
             ModuleAttrs::Conv2d(_) => ModuleKind::Conv2d,
+            ModuleAttrs::Conv1d(_) => ModuleKind::Conv1d,
+            ModuleAttrs::BatchNorm1d(_) => ModuleKind::BatchNorm1d,
+            ModuleAttrs::BatchNorm2d(_) => ModuleKind::BatchNorm2d,
+            ModuleAttrs::LayerNorm(_) => ModuleKind::LayerNorm,
+            ModuleAttrs::GroupNorm(_) => ModuleKind::GroupNorm,
+            ModuleAttrs::Embedding(_) => ModuleKind::Embedding,
+            ModuleAttrs::Dropout(_) => ModuleKind::Dropout,
+            ModuleAttrs::MultiheadAttention(_) => ModuleKind::MultiheadAttention,
         }
     }
 }

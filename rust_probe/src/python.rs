@@ -271,6 +271,17 @@ fn record_schemas(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
+/// burn's own default of each omittable attribute, read from burn's configs:
+/// `"sgd.dampening"` / `"Conv2d.stride"` -> the value (`crate::program::defaults`).
+#[pyfunction]
+fn burn_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    for (key, value) in program::defaults::burn_defaults() {
+        d.set_item(key, to_python(py, &value)?)?;
+    }
+    Ok(d)
+}
+
 /// What went into this build: burn version, rustc, profile.
 #[pyfunction]
 #[pyo3(name = "build_info")]
@@ -291,6 +302,7 @@ fn _probe(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_program, m)?)?;
     m.add_function(wrap_pyfunction!(run_programs, m)?)?;
     m.add_function(wrap_pyfunction!(record_schemas, m)?)?;
+    m.add_function(wrap_pyfunction!(burn_defaults, m)?)?;
     let ops = PyDict::new(m.py());
     for (name, supported) in program::op_table() {
         ops.set_item(

@@ -71,6 +71,7 @@ __all__ = [
     "attrs_table",
     "markdown_table",
     "modules_table",
+    "omitted_defaults",
     "supported_ops",
     "torch_keywords",
     "unsupported",
@@ -166,29 +167,63 @@ _TYPE_NAMES: Final[dict[AttrType, str]] = {
 }
 
 
+def _default_text(a: AttrSpec, value: AttrValue) -> str:
+    """A documented default as the tables write it: a string default of a number names the
+    attribute whose value it is (a pool's stride: `kernel_size`)."""
+    if isinstance(value, str) and a.type != "str":
+        return f"`{value}`'s value"
+    return f"`{json.dumps(value)}`"
+
+
+def omitted_defaults(a: AttrSpec) -> str:
+    """What an omitted attribute is on each side, as the tables say it: both documented defaults
+    (None: no value), marked where they differ."""
+    torch_d, burn_d = a.torch_default, a.burn_default
+    if a.burn_writes_torch_default and torch_d is not None:
+        return f"omitted: torch {_default_text(a, torch_d)}; burn has no default, a port writes torch's"
+    if torch_d is None and burn_d is None:
+        return "omitted: none on both"
+    if torch_d is not None and burn_d is not None and torch_d == burn_d and type(torch_d) is type(burn_d):
+        return f"omitted: {_default_text(a, torch_d)} on both"
+    torch_text = f"torch {_default_text(a, torch_d)}" if torch_d is not None else "torch: none"
+    if burn_d is not None:
+        burn_text = f"burn {_default_text(a, burn_d)}"
+    elif a.burn_unsupported is not None:
+        return f"omitted: {torch_text}, burn: no such setting"
+    else:
+        burn_text = "burn: none"
+    return f"omitted: {torch_text}, {burn_text} (**they differ**)"
+
+
+def _attr_row(owner: str, a: AttrSpec) -> str:
+    if a.default is REQUIRED:
+        default = "required"
+    elif a.default is OMITTED:
+        default = omitted_defaults(a)
+    elif a.default is ARG_NAME:
+        default = "the tensor's name"
+    else:
+        default = f"`{json.dumps(a.default)}`"
+    meaning = a.doc
+    constraint = a.describe_range()
+    if a.choices:
+        constraint = "one of " + ", ".join(a.choices)
+    if constraint:
+        meaning = f"{meaning} ({constraint})" if meaning else constraint
+    kind = _TYPE_NAMES[a.type]
+    if a.positional:
+        kind += ", positional"
+    return f"| {owner} | `{a.name}` | {kind} | {default} | {_cell(meaning)} |"
+
+
 def attrs_table() -> str:
-    """The IR `attrs` of every op that has any, as a Markdown table."""
+    """The IR `attrs` of every op that has any, then of every module declaration
+    (`Conv2d(...)`), as a Markdown table."""
     lines = ["| op | attr | type | default | meaning |", "|---|---|---|---|---|"]
     for spec in OPS.values():
-        for a in spec.attrs:
-            if a.default is REQUIRED:
-                default = "required"
-            elif a.default is OMITTED:
-                default = "omitted: the framework's default"
-            elif a.default is ARG_NAME:
-                default = "the tensor's name"
-            else:
-                default = f"`{json.dumps(a.default)}`"
-            meaning = a.doc
-            constraint = a.describe_range()
-            if a.choices:
-                constraint = "one of " + ", ".join(a.choices)
-            if constraint:
-                meaning = f"{meaning} ({constraint})" if meaning else constraint
-            kind = _TYPE_NAMES[a.type]
-            if a.positional:
-                kind += ", positional"
-            lines.append(f"| `{spec.name}` | `{a.name}` | {kind} | {default} | {_cell(meaning)} |")
+        lines += [_attr_row(f"`{spec.name}`", a) for a in spec.attrs]
+    for module in MODULES.values():
+        lines += [_attr_row(f"`{module.source}(...)`", a) for a in module.attrs]
     return "\n".join(lines) + "\n"
 
 

@@ -25,6 +25,29 @@ _T: Final[tuple[ArgKind, ...]] = ("tensor",)
 _TT: Final[tuple[ArgKind, ...]] = ("tensor", "tensor")
 _BOTH: Final = frozenset(FRAMEWORKS)
 _SCALAR = AttrSpec("scalar", "float", positional=True, doc="the number")
+_LR = AttrSpec("lr", "float", minimum=0, minimum_exclusive=True, doc="learning rate")
+CLIP_ATTRS: Final[tuple[AttrSpec, AttrSpec]] = (
+    AttrSpec(
+        "clip_grad_norm",
+        "float",
+        OMITTED,
+        minimum=0,
+        minimum_exclusive=True,
+        doc="clip the gradients by norm before each step: torch `torch.nn.utils.clip_grad_norm_(params, v)` "
+        "(one norm over every param); burn `GradientClippingConfig::Norm(v)` on the optimizer's config "
+        "(omitted: no clipping on either side)",
+    ),
+    AttrSpec(
+        "clip_grad_value",
+        "float",
+        OMITTED,
+        minimum=0,
+        minimum_exclusive=True,
+        doc="clip each gradient element to [-v, v] before each step: torch `torch.nn.utils.clip_grad_value_(params, v)`; "
+        "burn `GradientClippingConfig::Value(v)` on the optimizer's config (omitted: no clipping)",
+    ),
+)
+"""Every optimizer's clipping attributes: at most one of them (burn's config holds one `GradientClippingConfig`)."""
 
 
 def _elementwise(name: str, *, domain: Domain = "any", kinks: tuple[float, ...] = ()) -> OpSpec:
@@ -356,34 +379,90 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "optimizer",
         (),
         "optimizer",
-        "`sgd(lr=, momentum=0, dampening=0, weight_decay=0, nesterov=False)`",
-        "`torch.optim.SGD(params, ...)`",
-        "`SgdConfig::new()`, `.with_momentum(Some(MomentumConfig { momentum, dampening, nesterov }))` only if `momentum` is given and not 0 (then an omitted `dampening` is burn's default **0.1**, torch's is 0; `nesterov` false), `.with_weight_decay(Some(WeightDecayConfig::new(wd)))` if not 0 (L2 added to the gradient, as torch), `.init()`. `lr` is required: burn has no default learning rate, it is an argument of `step` (burn-optim `src/optim/sgd.rs`, `momentum.rs`, `decay.rs`)",
+        "`sgd(lr=, momentum=, dampening=, weight_decay=, nesterov=, clip_grad_norm=, clip_grad_value=)` "
+        "(omitted: each framework's default)",
+        "`torch.optim.SGD(params, lr=..., ...)` with only the given keywords",
+        "`SgdConfig::new()`; `.with_momentum(Some(MomentumConfig::new().with_momentum(m)))` only if `momentum` is "
+        "given and not 0, with `.with_dampening(d)` and `.with_nesterov(n)` only when given (an omitted `dampening` "
+        "is burn's default **0.1**, torch's is 0); `.with_weight_decay(Some(WeightDecayConfig::new(wd)))` if given "
+        "and not 0 (L2 added to the gradient, as torch); `.with_gradient_clipping(..)` for a clip; `.init()`. `lr` "
+        "is required: burn has no default learning rate, it is an argument of `step` (burn-optim `src/optim/sgd.rs`, "
+        "`momentum.rs`, `decay.rs`)",
         "SGD over every param (declaration order)",
         attrs=(
-            AttrSpec("lr", "float", minimum=0, minimum_exclusive=True, doc="learning rate"),
-            AttrSpec("momentum", "float", 0.0, minimum=0),
-            AttrSpec("dampening", "float", 0.0, minimum=0, maximum=1),
-            AttrSpec("weight_decay", "float", 0.0, minimum=0),
-            AttrSpec("nesterov", "bool", False),
+            _LR,
+            AttrSpec(
+                "momentum",
+                "float",
+                OMITTED,
+                minimum=0,
+                torch_default=0.0,
+                burn_default=0.0,
+                doc="burn: no `MomentumConfig` (plain SGD) when omitted or 0",
+            ),
+            AttrSpec(
+                "dampening",
+                "float",
+                OMITTED,
+                minimum=0,
+                maximum=1,
+                torch_default=0.0,
+                burn_default=0.1,
+                doc="burn: `MomentumConfig`'s dampening (only with a momentum)",
+            ),
+            AttrSpec("weight_decay", "float", OMITTED, minimum=0, torch_default=0.0, burn_default=0.0),
+            AttrSpec(
+                "nesterov",
+                "bool",
+                OMITTED,
+                torch_default=False,
+                burn_default=False,
+                doc="burn: `MomentumConfig`'s nesterov (only with a momentum)",
+            ),
+            *CLIP_ATTRS,
         ),
+        torch_signature="torch.optim.SGD",
     ),
     OpSpec(
         "adam",
         "optimizer",
         (),
         "optimizer",
-        "`adam(lr=, beta1=, beta2=, eps=, weight_decay=)` (omitted: each framework's default)",
-        "`torch.optim.Adam(params, ...)`",
-        "`AdamConfig::new().with_beta_1(..).with_beta_2(..).with_epsilon(..)` (defaults 0.9, 0.999 and **1e-5**; torch's eps is 1e-8), weight decay as L2 on the gradient, `.init()`; `lr` required (burn-optim `src/optim/adam.rs`)",
+        "`adam(lr=, beta1=, beta2=, eps=, weight_decay=, clip_grad_norm=, clip_grad_value=)` (omitted: each "
+        "framework's default)",
+        "`torch.optim.Adam(params, lr=..., ...)` with only the given keywords (`betas` when either beta is given)",
+        "`AdamConfig::new().with_beta_1(..).with_beta_2(..).with_epsilon(..)` each only when given (defaults 0.9, "
+        "0.999 and **1e-5**; torch's eps is 1e-8), weight decay as L2 on the gradient "
+        "(`.with_weight_decay(Some(WeightDecayConfig::new(wd)))` if given and not 0), `.with_grad_clipping(..)` for a "
+        "clip, `.init()`; `lr` required (burn-optim `src/optim/adam.rs`)",
         "Adam over every param (declaration order)",
         attrs=(
-            AttrSpec("lr", "float", minimum=0, minimum_exclusive=True, doc="learning rate"),
-            AttrSpec("beta1", "float", OMITTED, minimum=0, maximum=1, maximum_exclusive=True),
-            AttrSpec("beta2", "float", OMITTED, minimum=0, maximum=1, maximum_exclusive=True),
-            AttrSpec("eps", "float", OMITTED, minimum=0, minimum_exclusive=True),
-            AttrSpec("weight_decay", "float", OMITTED, minimum=0),
+            _LR,
+            AttrSpec(
+                "beta1",
+                "float",
+                OMITTED,
+                minimum=0,
+                maximum=1,
+                maximum_exclusive=True,
+                torch_default=0.9,
+                burn_default=0.9,
+            ),
+            AttrSpec(
+                "beta2",
+                "float",
+                OMITTED,
+                minimum=0,
+                maximum=1,
+                maximum_exclusive=True,
+                torch_default=0.999,
+                burn_default=0.999,
+            ),
+            AttrSpec("eps", "float", OMITTED, minimum=0, minimum_exclusive=True, torch_default=1e-8, burn_default=1e-5),
+            AttrSpec("weight_decay", "float", OMITTED, minimum=0, torch_default=0.0, burn_default=0.0),
+            *CLIP_ATTRS,
         ),
+        torch_signature="torch.optim.Adam",
     ),
     OpSpec(
         "step",

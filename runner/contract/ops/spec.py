@@ -78,9 +78,16 @@ class AttrSpec:
     maximum_exclusive: bool = False
     doc: str = ""
     torch_default: AttrValue | None = None
-    """For an `OMITTED` attribute: torch's own default, as documented (a test reads it from torch)."""
+    """For an `OMITTED` attribute: torch's own default, as documented (a test reads it from torch).
+    None: no value (torch's `None`: no clamp bound, no padding row). For a number, the name of
+    another attribute of the op (`"kernel_size"`) is that attribute's value (a pool's stride)."""
     burn_default: AttrValue | None = None
-    """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe)."""
+    """For an `OMITTED` attribute: burn's own default, as documented (a test reads it from the probe);
+    None and an attribute's name as for `torch_default`."""
+    burn_writes_torch_default: bool = False
+    """For an `OMITTED` attribute burn's config has no default for (`LinearLrSchedulerConfig::new` takes
+    every value): a port writes torch's default, `torch_default` (generated into `contract.rs` as
+    `torch_defaults::OP_ATTR`)."""
     enum: str | None = None
     """For a string with `choices`: the name of the Rust enum the probe reads it into."""
     burn_unsupported: tuple[tuple[AttrValue, ...], str] | None = None
@@ -192,6 +199,9 @@ class OpSpec:
     one is omitted: torch's own default). None: the op is written by hand on the torch side."""
     torch_args: Literal["args", "list"] = "args"
     """How the tensor arguments go to `torch_call`: one by one, or as one list (`torch.cat([a, b])`)."""
+    torch_signature: str | None = None
+    """For an operation written by hand on the torch side (an optimizer, a scheduler): the torch callable
+    whose signature holds torch's defaults of its attributes (`torch.optim.SGD`); a test reads them."""
 
     def arg_dtype(self, position: int) -> ArgDtype:
         if not self.arg_dtypes:
@@ -268,6 +278,9 @@ class ParamSpec:
     """A bool attribute that must be true for the module to have it (`bias`)."""
     torch_path: str | None = None
     """Its attribute path in the torch module when not `name` (`out_proj.weight`)."""
+    zero_row: str | None = None
+    """An int attribute naming a row (dim 0; negative counts from the end) that the init sets to
+    zero when the attribute is given: an Embedding's `padding_idx`, as torch's init does."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +304,9 @@ class ModuleSpec:
     that torch sees, positional ones in table order, the others by keyword (omitted when omitted)."""
     fan_in: Callable[[Mapping[str, AttrValue]], int] | None = None
     """For `fan_in` inits: the fan in from the attributes."""
+    constraint: Callable[[Mapping[str, AttrValue]], str | None] | None = None
+    """What the attributes must satisfy together, which a range cannot say (`groups` divides the
+    channels): None when they do, else what is wrong (the declaration is refused as bad input)."""
 
     @property
     def attr_names(self) -> tuple[str, ...]:

@@ -28,11 +28,19 @@ for operation:
 - inside the timed loop observations are recorded at the checkpoints only, and the last
   iteration's are printed when it ends, their values read then (a panic before prints them
   without values), as the interpreter reads them outside the timed region;
-- a loop whose values change type (rank, layout, gradients held) between iterations has its
-  first iterations written out before the `for`, so that every Rust variable has one type.
+- a loop whose values change type (rank, layout, gradients held, eval mode) between iterations
+  has its first iterations written out before the `for`, so that every Rust variable has one type;
+- the families' operations (`families`: one rendering function per operation, by family) do what
+  `rust_probe/src/program/families/` does; a module kind other than Linear is a field of
+  `struct Model` built from its config (a `with_*` only for the attributes the program gives)
+  with the program's data loaded; `eval()` takes `let eval_model = model.valid()`, used by the
+  module calls (not a Linear's: the interpreter's `Kind::Linear` uses the model) until
+  `train()`; int and bool tensors are `Tensor<D, Int>` / `Tensor<D, Bool>`.
 
 An operation burn lacks (`no_grad`, `retain_grad`, `backward(retain_graph=True)`, an operation
-of two tensors of unequal ranks) makes `render` raise `ValueError` naming it.
+of two tensors of unequal ranks), a statement the interpreter stops at (a rank or dim it does not
+take), and an operation or module kind without a rendering yet make `render` raise `ValueError`
+naming it.
 
 The modules, in the order the code is made:
 
@@ -41,6 +49,8 @@ The modules, in the order the code is made:
 - `liveness`: the interpreter's liveness pass over names (moves, clones, what a loop carries);
 - `state`: static types, the Rust variables, the state of the code at one point;
 - `literals`: numbers, strings and nested arrays as Rust literals;
+- `families`: the renderings of the table's family operations, module kinds, optimizers and
+  machine-level statements (its docstring says how to add one);
 - `generate`: the statement generator, in two passes (the first decides which variables are
   read and which are `mut`, the second writes);
 - `support`: the Rust helper functions a reproducer includes (printing JSON lines);

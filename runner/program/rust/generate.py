@@ -10,16 +10,17 @@ id in the second."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...contract import burn
-from ...contract.ops import unsupported
-from ..ir import Program, Stmt, TensorDecl, timed_loop, walk
-from . import literals
-from .liveness import HELD, INPLACE, liveness
+from ...contract.ops import MODULES, OPS, AttrValue, unsupported
+from ..ir import ModuleDecl, Program, Stmt, TensorDecl, timed_loop, walk
+from . import families, literals
+from .families.base import Arg, Call, Declaration, ModuleTensor
+from .liveness import HELD, INPLACE, liveness, tensor_names
 from .names import RustNames, unread
-from .state import Binding, Ctx, Decl, OptBinding, OptConfig, State, Ty
+from .state import Binding, Ctx, Decl, Dtype, OptBinding, OptConfig, State, Ty
 
 BURN_VERSION = burn.pinned_version()
 INLINE_ELEMENTS = 64
@@ -40,6 +41,12 @@ UNARY_METHOD = {
     "tanh": "tanh()",
 }
 BINARY_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+CORE_OPS = frozenset(
+    [*UNARY_METHOD, *BINARY_OPERATOR]
+    + "matmul reshape add_scalar_ clone transpose relu sigmoid sum mean add_scalar mul_scalar powi sum_dim "
+    "linear step zero_grad backward observe grad item repeat".split()
+)
+"""The operations this module writes itself; the others are the families' (`families`)."""
 
 
 @dataclass(frozen=True)
@@ -72,13 +79,21 @@ class Generator:
             lacked = unsupported("burn", st.op, st.attrs)
             if lacked is not None:
                 raise ValueError(f"render: line {st.line}: burn {BURN_VERSION} has no `{lacked[0]}` ({lacked[1]})")
+        for st in program.statements():
+            if st.op not in CORE_OPS and not families.renders(st.op):
+                raise families.missing_op(st.op, st.line)
+        for m in program.modules:
+            if m.kind != "linear" and m.kind not in families.MODULES:
+                raise families.missing_module(m.name, m.kind)
         self.live = liveness(program)
         self.timed = timed_loop(program.body)
         self.timed_observes = self.timed is not None and any(s.op == "observe" for s in walk(self.timed.body or []))
         """The timed loop observes: observations carry their iteration, and the last iteration's
         are printed when it ends."""
         self.modules = {m.name: m for m in program.modules}
-        self.params: dict[str, TensorDecl] = {t.name: t for t in program.params()}
+        read_from_model = tensor_names(program)
+        self.params: dict[str, TensorDecl] = {t.name: t for t in program.tensors if t.name in read_from_model}
+        """The params and the modules' buffers: read from `model` (the interpreter's `Src::Param`)."""
         self.names = RustNames(program)
         self.lines: list[tuple[int, str]] = []
         self.decls: list[Decl] = []
@@ -86,7 +101,12 @@ class Generator:
         self.loops = 0
         """Loop boundaries (a `for` opened or closed) emitted so far."""
         self.used: set[str] = set()
+        self.imports: set[str] = set()
+        """The families' `use` paths the code needs."""
         self.dry = 0
+        self.scopes = [0]
+        """The Rust blocks open now (`Decl.scope`): `fn main`'s, then each `for` body's."""
+        self.next_scope = 1
         self.protected: list[set[str]] = []
         self.data_file: list[str] = []
         self.model_fields: list[str] = []
@@ -103,9 +123,41 @@ class Generator:
         return self.names.fresh(base, set().union(*self.protected))
 
     def decl(self, base: str) -> Decl:
-        d = Decl(len(self.decls), base)
+        d = Decl(len(self.decls), base, scope=self.scopes[-1])
         self.decls.append(d)
         return d
+
+    def open_scope(self) -> None:
+        """A `for` body begins (closed by `self.scopes.pop()`)."""
+        self.scopes.append(self.next_scope)
+        self.next_scope += 1
+
+    def own_variable(self, old: Binding | None, base: str, expr: str, depth: int, st: Stmt, note: str) -> Binding:
+        """Binds a variable of the code's own (`eval_model`) to `expr`: assigned in place when
+        `old` holds one whose block is still open (a loop then carries it across iterations),
+        else a new `let`."""
+        if old is not None and old.decl.scope in self.scopes:
+            self.unread_overwrite(old.decl, depth)
+            self.set_mut(old.decl)
+            self.put(depth, f"{self.v(old.decl)} = {expr};", st, note)
+            self.written(old.decl)
+            return Binding(old.decl, None, True)
+        d = self.decl(self.fresh(base))
+        self.put(depth, f"let {self.mut(d)}{self.v(d)} = {expr};", st, note)
+        self.written(d)
+        return Binding(d, None, True)
+
+    def note(self, depth: int, st: Stmt, text: str) -> None:
+        """A statement that is only a comment in the code (none in the sketch)."""
+        if not self.sketch:
+            self.put(depth, f"// [{st.index}] line {st.line}: {text}")
+
+    def import_(self, path: str) -> None:
+        """A family's `use` path (one of `families.IMPORTS`)."""
+        if path not in families.IMPORTS:
+            raise AssertionError(f"render: `use {path}` is not listed in a family module's IMPORTS")
+        if not self.dry:
+            self.imports.add(path)
 
     def v(self, decl: Decl) -> str:
         """The variable as written (the first pass writes its base: its lines are not kept)."""
@@ -156,10 +208,12 @@ class Generator:
             comment = "  // " + ": ".join(x for x in (where, note) if x) if (where or note) else ""
         elif note and st is None:
             comment = "  // " + note
-        self.lines.append((depth, text + comment))
+        first, newline, rest = text.partition("\n")  # a block expression: the comment on its first line
+        self.lines.append((depth, first + comment + newline + rest))
 
     def text(self) -> str:
-        return "\n".join(("    " * depth + t) if t else "" for depth, t in self.lines)
+        """The lines written, indented (a line of several, a block expression, as a whole)."""
+        return "\n".join(("    " * depth + line) if line else "" for depth, t in self.lines for line in t.split("\n"))
 
     # reading values
 
@@ -167,6 +221,10 @@ class Generator:
         """A param's current value: (expression, type, the field path)."""
         t = self.params[name]
         model = self.read_decl(self.model)
+        layer = self.layer_tensor(name)
+        if layer is not None:
+            module = f"{model}.{self.names.field(layer[0])}"
+            return layer[1].value(module), Ty(len(t.shape), layer[1].transposed), layer[1].path(module)
         if t.module is not None:
             m = self.names.field(t.module)
             if name.endswith(".weight"):
@@ -174,6 +232,13 @@ class Generator:
             return f"{model}.{m}.bias.as_ref().unwrap().val()", Ty(1), f"{model}.{m}.bias.as_ref().unwrap()"
         f = self.names.field(name)
         return f"{model}.{f}.val()", Ty(len(t.shape)), f"{model}.{f}"
+
+    def layer_tensor(self, name: str) -> tuple[str, ModuleTensor] | None:
+        """A tensor of a family module kind's module (`conv.weight`): (the module, how burn holds it)."""
+        t = self.params[name]
+        if t.module is None or self.modules[t.module].kind == "linear":
+            return None
+        return t.module, families.MODULES[self.modules[t.module].kind].tensor(name.split(".", 1)[1])
 
     def operand(self, state: State, st: Stmt, pos: int, *, borrowed: bool = False) -> tuple[str, Ty]:
         """The argument's value: moved on its last use, cloned before (`borrowed`: read by
@@ -194,7 +259,11 @@ class Generator:
     def type_of(self, state: State, name: str) -> Ty:
         if name in self.params:
             t = self.params[name]
-            return Ty(2, True) if t.module is not None and name.endswith(".weight") else Ty(len(t.shape))
+            layer = self.layer_tensor(name) if t.module is not None else None
+            if layer is not None:
+                return Ty(len(t.shape), layer[1].transposed)
+            linear = t.module is not None
+            return Ty(2, True) if linear and name.endswith(".weight") else Ty(len(t.shape))
         b = state.vars.get(name)
         return b.ty if b is not None and b.ty is not None else Ty(0)
 
@@ -293,6 +362,7 @@ class Generator:
                     order.append(t.module)
             elif t.role == "param":
                 order.append(t.name)
+        order += [m.name for m in p.modules if m.name not in order]  # a module without tensors
         self.has_model = bool(order) or any(
             s.op == "step" or (s.op == "backward" and s.attrs.get("accumulate")) for s in p.statements()
         )
@@ -301,7 +371,9 @@ class Generator:
             self.put(1, f"let {self.mut(self.model)}{self.v(self.model)} = Model {{")
             by_name = {t.name: t for t in p.tensors}
             for name in order:
-                if name in self.modules:
+                if name in self.modules and self.modules[name].kind != "linear":
+                    fields.append(self.layer_field(self.modules[name], by_name))
+                elif name in self.modules:
                     m = self.modules[name]
                     self.use("Linear", "Param")
                     w = by_name[f"{name}.weight"]
@@ -344,23 +416,89 @@ class Generator:
         for t in p.tensors:
             if t.role == "input":
                 d = self.decl(self.names.local(t.name))
-                self.put(1, f"let {self.mut(d)}{self.v(d)} = {self.tensor_literal(t.name, t.data, t.shape)};")
-                state.vars[t.name] = Binding(d, Ty(len(t.shape)), True)
+                literal = self.tensor_literal(t.name, t.data, t.shape, t.dtype)
+                self.put(1, f"let {self.mut(d)}{self.v(d)} = {literal};")
+                state.vars[t.name] = Binding(d, Ty(len(t.shape), dtype=t.dtype), True)
 
-    def tensor_literal(self, name: str, data: Sequence[float], shape: Sequence[int]) -> str:
+    def layer_field(self, m: ModuleDecl, by_name: dict[str, TensorDecl]) -> str:
+        """A module kind of the families in `let model = Model { .. }`: built from its config as
+        the interpreter's `layers::build` does, then the program's data loaded into its tensors.
+        Returns the field's declaration for `struct Model`."""
+        r = families.MODULES[m.kind]
+        spec = MODULES[m.kind]
+        field = self.names.field(m.name)
+        local = self.names.local(m.name)
+        for path in r.imports:
+            self.import_(path)
+        config = r.config(Declaration(m.name, spec.source, m.attrs, self.import_))
+        tensors = spec.tensors(m.attrs)
+        given = ", ".join(
+            [self.attr_text(m.attrs[a.name]) for a in spec.attrs if a.positional and a.name in m.attrs]
+            + [
+                f"{a.name}={self.attr_text(m.attrs[a.name])}"
+                for a in spec.attrs
+                if not a.positional and a.name in m.attrs
+            ]
+        )
+        init = r.init(self.read_decl(self.device) if r.init_takes_device else "")
+        if not tensors:  # nothing to load: burn's own init is the module
+            self.put(2, f"{field}: {config}{init},", None, f"{m.name} = {spec.source}({given}): built from its config")
+            return f"{field}: {r.rust_type}"
+        self.put(
+            2,
+            f"{field}: {{",
+            None,
+            f"{m.name} = {spec.source}({given}): built from its config, then the program's data",
+        )
+        self.put(3, f"let mut {local} = {config}{init};")
+        for p in tensors:
+            t = by_name[f"{m.name}.{p.name}"]
+            mt = r.tensor(p.name)
+            for path in mt.imports():
+                self.import_(path)
+            pieces = mt.pieces(t.data, t.shape)
+            for part, data, shape in pieces:
+                # a piece of a fused tensor: its own array in data.rs (`MHA_IN_PROJ_WEIGHT_QUERY`)
+                const = t.name if len(pieces) == 1 else f"{t.name}.{part.split('.')[0]}"
+                self.put(3, f"{local}.{part} = {mt.load(self.tensor_literal(const, data, shape))};")
+        self.put(3, local)
+        self.put(2, "},")
+        return f"{field}: {r.rust_type}"
+
+    @staticmethod
+    def attr_text(value: object) -> str:
+        """An attribute's value in a comment, as the source writes it (a string escaped)."""
+        if isinstance(value, bool):
+            return "True" if value else "False"
+        if isinstance(value, str):
+            return literals.string(value)
+        return str(value)
+
+    def tensor_literal(self, name: str, data: Sequence[float], shape: Sequence[int], dtype: Dtype = "float") -> str:
         device = self.read_decl(self.device)
-        rank = len(shape)
+        ty = Ty(len(shape), dtype=dtype)
+        if dtype != "float":
+            self.import_(f"burn::tensor::{dtype.title()}")
         if len(data) <= INLINE_ELEMENTS:
-            return f"Tensor::<{rank}>::from_floats({literals.nested(data, shape)}, &{device})"
+            if dtype == "float":
+                return f"Tensor::<{ty.rank}>::from_floats({literals.nested(data, shape)}, &{device})"
+            make = "from_ints" if dtype == "int" else "from_bool"
+            return f"{ty.path}::{make}({literals.nested_elements(data, shape, dtype)}, &{device})"
         const = self.names.static(name)
         if self.writing:
-            rows = [", ".join(literals.f32(v) for v in data[i : i + 8]) for i in range(0, len(data), 8)]
+            if dtype == "float":
+                rows = [", ".join(literals.f32(v) for v in data[i : i + 8]) for i in range(0, len(data), 8)]
+            else:
+                rows = [
+                    ", ".join(literals.element(v, dtype) for v in data[i : i + 16]) for i in range(0, len(data), 16)
+                ]
+            element = {"float": "f32", "int": "i32", "bool": "bool"}[dtype]
             self.data_file.append(
-                f"pub static {const}: [f32; {len(data)}] = [\n" + "".join(f"    {r},\n" for r in rows) + "];"
+                f"pub static {const}: [{element}; {len(data)}] = [\n" + "".join(f"    {r},\n" for r in rows) + "];"
             )
         self.use("TensorData")
         dims = ", ".join(str(d) for d in shape)
-        return f"Tensor::<{rank}>::from_data(TensorData::new(data::{const}.to_vec(), [{dims}]), &{device})"
+        return f"{ty.path}::from_data(TensorData::new(data::{const}.to_vec(), [{dims}]), &{device})"
 
     # statements
 
@@ -378,8 +516,11 @@ class Generator:
 
     def stmt(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
         op = st.op
-        if op in ("sgd", "adam"):
+        if op in families.OPTIMIZERS:
             self.optimizer(st, state, depth, ctx)
+            return
+        if op in families.STATEMENTS:
+            families.STATEMENTS[op](self, st, state, depth, ctx)
             return
         if op == "step":
             self.step(st, state, depth, ctx)
@@ -416,15 +557,49 @@ class Generator:
         if op in INPLACE:
             self.inplace_slot(st, state, depth, ctx, expr, ty, tail)
             return
-        assert st.out is not None
+        if st.out is None:  # a family operation's result nobody binds
+            self.put(depth, f"let _ = {expr};", st, note)
+            return
         self.write(state, ctx, st.out, self.kept(st, "out"), expr, ty, depth, st, note, tail)
+
+    def family(self, st: Stmt, state: State) -> tuple[str, Ty]:
+        """A family operation: its operands read as the interpreter reads them (`float_arg`: in
+        torch's layout), then its rendering (`families`)."""
+        kinds = OPS[st.op].args
+        args: list[Arg] = []
+        module: str | None = None
+        module_attrs: Mapping[str, AttrValue] = {}
+        for pos, name in enumerate(st.args):
+            if kinds[min(pos, len(kinds) - 1)] == "module":
+                # the interpreter's `Ctx::model`: the `valid()` snapshot in eval mode
+                holder = self.model if state.training or state.eval_model is None else state.eval_model.decl
+                module = f"{self.read_decl(holder)}.{self.names.field(name)}"
+                module_attrs = self.modules[name].attrs
+                continue
+            expr, ty = self.materialize(*self.operand(state, st, pos))
+            args.append(Arg(expr, ty, name))
+        call = Call(
+            st.op,
+            st.line,
+            args,
+            st.attrs,
+            module=module,
+            module_attrs=module_attrs,
+            device=lambda: self.read_decl(self.device),
+            use=self.import_,
+        )
+        result = families.OPS[st.op](call)
+        return result.text, result.ty
 
     def expression(self, st: Stmt, state: State) -> tuple[str, Ty]:
         op, at = st.op, st.attrs
+        if op in families.OPS:
+            return self.family(st, state)
         if op == "linear":
             x, ty = self.materialize(*self.operand(state, st, 1))
-            model = self.read_decl(self.model)
-            return f"{model}.{self.names.field(st.args[0])}.forward({x})", ty
+            # the interpreter's model for module calls: the `valid()` snapshot in eval mode
+            holder = self.model if state.training or state.eval_model is None else state.eval_model.decl
+            return f"{self.read_decl(holder)}.{self.names.field(st.args[0])}.forward({x})", ty
         if op in BINARY_OPERATOR or op == "matmul":
             a, ta = self.operand(state, st, 0)
             b, tb = self.operand(state, st, 1)
@@ -491,6 +666,19 @@ class Generator:
 
     def param_inplace(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
         name = st.args[0]
+        layer = self.layer_tensor(name)
+        if layer is not None and layer[1].kind == "running" and st.op != "add_scalar_":
+            # the interpreter's `layers::set_require_grad`: a buffer never requires grad
+            self.note(depth, st, f"{st.op}({name}): a buffer is no param in burn (a RunningState): unchanged")
+        else:
+            self.change_param(st, depth)
+        if st.out is not None and st.out != name and self.kept(st, "out"):
+            expr, ty, _ = self.param_expr(name, state)
+            self.write(state, ctx, st.out, True, expr, ty, depth, None, tail=tail)
+
+    def change_param(self, st: Stmt, depth: int) -> None:
+        """`freeze`, `require_grad` or `add_scalar_` of a param (or `add_scalar_` of a buffer)."""
+        name = st.args[0]
         t = self.params[name]
         model = self.read_decl(self.model)
         self.set_mut(self.model)
@@ -498,7 +686,19 @@ class Generator:
             change = f"map(|t| t.add_scalar({literals.f64(literals.num(st.attrs, 'scalar'))}))"
         else:
             change = f"set_require_grad({'true' if st.op == 'require_grad' else 'false'})"
-        if t.module is not None and name.endswith(".bias"):
+        layer = self.layer_tensor(name)
+        if layer is not None:
+            module, mt = layer
+            if mt.kind == "running":
+                # a buffer's state is replaced by its value plus the scalar (`layers::add_scalar`)
+                self.import_("burn::module::RunningState")
+                path = f"{model}.{self.names.field(module)}.{mt.field}"
+                scalar = literals.f64(literals.num(st.attrs, "scalar"))
+                self.put(depth, f"{path} = RunningState::new({path}.value_sync().add_scalar({scalar}));", st)
+            else:
+                for i, line in enumerate(mt.change(f"{model}.{self.names.field(module)}", change)):
+                    self.put(depth, line, st if i == 0 else None)
+        elif t.module is not None and name.endswith(".bias"):
             path = f"{model}.{self.names.field(t.module)}.bias"
             self.put(depth, f"{path} = {path}.map(|b| b.{change});", st)
         else:
@@ -508,42 +708,22 @@ class Generator:
                 else f"{model}.{self.names.field(name)}"
             )
             self.put(depth, f"{path} = {path}.{change};", st)
-        if st.out is not None and st.out != name and self.kept(st, "out"):
-            expr, ty, _ = self.param_expr(name, state)
-            self.write(state, ctx, st.out, True, expr, ty, depth, None, tail=tail)
 
     def optimizer(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
         at = st.attrs
         assert st.out is not None
         lr = literals.num(at, "lr")
-        if st.op == "sgd":
-            self.use("SgdConfig")
-            parts = ["SgdConfig::new()"]
-            momentum = literals.num(at, "momentum", 0.0)
-            if momentum != 0.0:
-                self.use("MomentumConfig")
-                m = f"MomentumConfig::new().with_momentum({literals.f64(momentum)})"
-                if "dampening" in at:
-                    m += f".with_dampening({literals.f64(literals.num(at, 'dampening'))})"
-                if "nesterov" in at:
-                    m += f".with_nesterov({'true' if at['nesterov'] else 'false'})"
-                parts.append(f".with_momentum(Some({m}))")
-            wd = literals.num(at, "weight_decay", 0.0)
-            if wd != 0.0:
-                self.use("WeightDecayConfig")
-                parts.append(f".with_weight_decay(Some(WeightDecayConfig::new({literals.f32(wd)})))")
-        else:
-            self.use("AdamConfig")
-            parts = ["AdamConfig::new()"]
-            for key, method in (("beta1", "with_beta_1"), ("beta2", "with_beta_2"), ("eps", "with_epsilon")):
-                if key in at:
-                    parts.append(f".{method}({literals.f32(literals.num(at, key))})")
-            wd = literals.num(at, "weight_decay", 0.0)
-            if wd != 0.0:
-                self.use("WeightDecayConfig")
-                parts.append(f".with_weight_decay(Some(WeightDecayConfig::new({literals.f32(wd)})))")
-        parts.append(".init()")
-        builder = "".join(parts)
+        call = Call(
+            st.op,
+            st.line,
+            (),
+            at,
+            module=None,
+            module_attrs={},
+            device=lambda: self.read_decl(self.device),
+            use=self.import_,
+        )
+        builder = families.OPTIMIZERS[st.op](call) + ".init()"
         config = OptConfig(st.op, lr, builder)
         note = f"lr {lr!r} is an argument of step in burn"
         if not self.kept(st, "opt"):
@@ -656,6 +836,14 @@ class Generator:
         name = st.args[pos]
         if state.held == "none" or state.grads is None:
             return None
+        layer = self.layer_tensor(name) if name in self.params else None
+        if layer is not None and layer[1].kind == "running":
+            return None  # a buffer is no param: no gradient
+        if layer is not None:
+            module = f"{self.read_decl(self.model)}.{self.names.field(layer[0])}"
+            if state.held == "acc" and state.grads_sum is not None:
+                return layer[1].grad_sum(module, self.read_decl(state.grads_sum.decl), len(self.params[name].shape))
+            return layer[1].grad(module, self.read_decl(state.grads.decl))
         if name in self.params:
             _, ty, path = self.param_expr(name, state)
             if state.held == "acc" and state.grads_sum is not None:
@@ -712,16 +900,22 @@ class Generator:
                 self.put(depth, f"observe(&{self.read_decl(state.vars[name].decl)});")
             return
         grad: str | None = None
-        if values:
+        exact = self.type_of(state, name).dtype != "float"
+        """An int or bool tensor: values only, no gradient, never tracked (the interpreter reads them at once)."""
+        if values and not exact:
             ident = None if name in self.params else self.read_decl(state.vars[name].decl)
             grad = self.grad_expr(state, st, 0, ident)
         value, ty = self.operand(state, st, 0)
-        fn = "observe_transposed" if ty.transposed else "observe"
+        fn = f"observe_{ty.dtype}" if exact else "observe_transposed" if ty.transposed else "observe"
         self.use(fn)
+        if exact:
+            self.import_(f"burn::tensor::{ty.dtype.title()}")
         args = [literals.string(label), literals.string(name), str(st.index)]
         if self.timed_observes:
             args.append(f"Some({self.iteration(ctx.iteration)})" if ctx.iteration is not None else "None")
-        args += [grad if grad is not None else "None", value, "true" if values else "false"]
+        if not exact:
+            args.append(grad if grad is not None else "None")
+        args += [value, "true" if values else "false"]
         self.put(depth, f"{fn}({', '.join(args)});", st)
 
     # loops
@@ -788,11 +982,15 @@ class Generator:
             if b is not None and b.value:
                 frame[name] = b
         self.dry += 1
+        self.open_scope()
         try:
             inner = Ctx(iteration="it" if timed else ctx.iteration, carried=(*ctx.carried, frame))
             self.block(st.body or [], trial, 0, inner)
         finally:
             self.dry -= 1
+            self.scopes.pop()
+        if trial.mode() != state.mode():
+            return None
         for name in carried_names:
             before, after = state.signature(name), trial.signature(name)
             if name in state.opts or name in trial.opts or name == HELD:
@@ -833,13 +1031,15 @@ class Generator:
             if after is None or after.ty is None:
                 continue
             d = self.decl(self.fresh(self.names.local(name)))
+            if after.ty.dtype != "float":
+                self.import_(f"burn::tensor::{after.ty.dtype.title()}")
             if name in self.live.after[st.index]:
                 # bound only inside the loop and read after it: Rust wants a value before the loop
                 device = self.read_decl(self.device)
                 ones = ", ".join("1" for _ in range(after.ty.rank))
                 self.put(
                     depth,
-                    f"let {self.mut(d)}{self.v(d)} = Tensor::<{after.ty.rank}>::empty([{ones}], &{device});",
+                    f"let {self.mut(d)}{self.v(d)} = {after.ty.path}::empty([{ones}], &{device});",
                     None,
                     f"`{name}` is bound in the loop below; Rust needs a value before it (never read)",
                 )
@@ -847,7 +1047,7 @@ class Generator:
                 why = "the checkpoints read it" if name == self.p.settings.track else "the next iteration reads it"
                 self.put(
                     depth,
-                    f"let {self.mut(d)}{self.v(d)}: Tensor<{after.ty.rank}>;",
+                    f"let {self.mut(d)}{self.v(d)}: {after.ty.rust};",
                     None,
                     f"`{name}` is bound in the loop below and kept across iterations ({why})",
                 )
@@ -878,7 +1078,9 @@ class Generator:
         self.put(depth, header, st, note)
         self.loops += 0 if self.dry else 1
         inner = Ctx(iteration=it if timed else ctx.iteration, carried=(*ctx.carried, frame))
+        self.open_scope()
         self.block(st.body, state, depth + 1, inner)
+        self.scopes.pop()
         if timed and self.timed_observes and not self.sketch:
             self.put(depth + 1, "print_pending(true);", None, "the last iteration's observations, with their values")
         if timed:
@@ -905,18 +1107,24 @@ class Generator:
             return
         if static is not None and static not in self.p.settings.checkpoints:
             return
+        exact = False
         if track in self.params:
             value = f"&{self.param_expr(track, state)[0]}"
         else:
             b = state.vars.get(track)
             value = f"&{self.read_decl(b.decl)}" if b is not None and b.value else ""
-        self.use("checkpoint")
+            exact = bool(value) and b is not None and b.ty is not None and b.ty.dtype != "float"
         iteration = self.iteration(it)
-        call = (
-            f"checkpoint({iteration}, {literals.string(track)}, Some({value}));"
-            if value
-            else f"checkpoint({iteration}, {literals.string(track)}, None::<&Tensor<1>>);"
-        )
+        if exact:  # an int or bool tensor: never tracked
+            self.use("checkpoint_exact")
+            call = f"checkpoint_exact({iteration}, {literals.string(track)}, Some({value[1:]}.is_autodiff()));"
+        else:
+            self.use("checkpoint")
+            call = (
+                f"checkpoint({iteration}, {literals.string(track)}, Some({value}));"
+                if value
+                else f"checkpoint({iteration}, {literals.string(track)}, None::<&Tensor<1>>);"
+            )
         if static is None:
             self.use("CHECKPOINTS")
             self.put(depth, f"if CHECKPOINTS.contains(&{iteration}) {{")
@@ -955,12 +1163,24 @@ class Generator:
         fields: list[str] = []
         inits: list[str] = []
         seen: set[str] = set()
+
+        def layer(m: ModuleDecl) -> None:
+            r = families.MODULES[m.kind]
+            field = self.names.field(m.name)
+            fields.append(f"{field}: {r.rust_type}")
+            config = r.config(Declaration(m.name, MODULES[m.kind].source, m.attrs, self.import_))
+            shapes = ", ".join(f"{spec.name} {spec.shape(m.attrs)}" for spec in MODULES[m.kind].tensors(m.attrs))
+            inits.append(f"    {field}: {config}{r.init('device')},  // {shapes or 'no tensors'}")
+
         for t in p.tensors:
             if t.module is not None:
                 if t.module in seen:
                     continue
                 seen.add(t.module)
                 m = self.modules[t.module]
+                if m.kind != "linear":
+                    layer(m)
+                    continue
                 field = self.names.field(m.name)
                 fields.append(f"{field}: Linear")
                 how = "transposed" if m.text("layout") == "transposed" else "copied as is (no transpose)"
@@ -976,6 +1196,9 @@ class Generator:
                     f"    {field}: Param::from_tensor(Tensor::<{len(t.shape)}>::random([{shape}], "
                     "Distribution::Default, &device)),"
                 )
+        for m in p.modules:
+            if m.name not in seen:  # a module without tensors
+                layer(m)
         self.has_model = bool(fields) or any(s.op == "step" for s in p.statements())
         if self.has_model:
             head.append(f"let mut model = Model {{  // struct Model {{ {', '.join(fields)} }}, #[derive(Module)]")
@@ -987,10 +1210,16 @@ class Generator:
                 d = self.decl(ident)
                 d.reads = 1
                 shape = ", ".join(str(x) for x in t.shape)
-                head.append(
-                    f"let {ident} = Tensor::<{len(t.shape)}>::random([{shape}], Distribution::Default, &device);"
-                )
-                state.vars[t.name] = Binding(d, Ty(len(t.shape)), True)
+                ty = Ty(len(t.shape), dtype=t.dtype)
+                if t.dtype == "int":
+                    high = int(max(t.data)) + 1
+                    made = f"{ty.path}::random([{shape}], Distribution::Uniform(0.0, {high}.0), &device)"
+                elif t.dtype == "bool":
+                    made = f"Tensor::<{ty.rank}>::random([{shape}], Distribution::Default, &device).greater_elem(0.0)"
+                else:
+                    made = f"Tensor::<{len(t.shape)}>::random([{shape}], Distribution::Default, &device)"
+                head.append(f"let {ident} = {made};")
+                state.vars[t.name] = Binding(d, ty, True)
         self.head = head
         self.block(p.body, state, 0, Ctx())
 

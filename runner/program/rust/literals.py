@@ -51,7 +51,22 @@ def nested(data: Sequence[float], shape: Sequence[int]) -> str:
     values = [f32(v) for v in data]
     if values:
         values[0] += "f32"
+    return _nested(values, shape)
 
+
+def element(value: float, dtype: str) -> str:
+    """One element of an int tensor (`3`) or a bool tensor (`true`), from the IR's number."""
+    if dtype == "bool":
+        return "true" if value else "false"
+    return str(int(value))
+
+
+def nested_elements(data: Sequence[float], shape: Sequence[int], dtype: str) -> str:
+    """Row-major int (`[[1, 0], [2, 3]]`, Rust's default i32) or bool data as nested array literals."""
+    return _nested([element(v, dtype) for v in data], shape)
+
+
+def _nested(values: Sequence[str], shape: Sequence[int]) -> str:
     def build(offset: int, dims: Sequence[int]) -> str:
         if len(dims) == 1:
             return "[" + ", ".join(values[offset : offset + dims[0]]) + "]"

@@ -44,7 +44,13 @@ class Live:
     """repeat's index -> what is live after the loop."""
 
 
-def operands(st: Stmt, params: set[str]) -> Operands:
+def tensor_names(program: Program) -> frozenset[str]:
+    """The params and the modules' buffers: read from the model, never moved (the interpreter's
+    `Src::Param`)."""
+    return frozenset(t.name for t in program.tensors if t.role in ("param", "buffer"))
+
+
+def operands(st: Stmt, params: set[str] | frozenset[str]) -> Operands:
     ops = Operands()
     op, args, out = st.op, st.args, st.out
 
@@ -52,7 +58,7 @@ def operands(st: Stmt, params: set[str]) -> Operands:
         if args[i] not in params:
             ops.reads.append((args[i], i))
 
-    if op in ("sgd", "adam"):
+    if OPS[op].result == "optimizer":
         assert out is not None
         ops.defs.append((out, "opt"))
     elif op == "step":
@@ -78,10 +84,12 @@ def operands(st: Stmt, params: set[str]) -> Operands:
         if args[0] not in params:
             tensor(0)
     else:
-        for i, kind in enumerate(OPS[op].args):
-            if kind == "tensor":
+        kinds = OPS[op].args
+        for i in range(len(args)):
+            # a variadic op's last kind repeats (`cat(a, b, c)`)
+            if kinds[min(i, len(kinds) - 1)] == "tensor":
                 tensor(i)
-    if out is not None and op not in ("sgd", "adam"):
+    if out is not None and OPS[op].result != "optimizer":
         if not (op in INPLACE and out == args[0]):
             ops.defs.append((out, "out"))
     if op in INPLACE and args[0] not in params:
@@ -95,7 +103,7 @@ def liveness(program: Program) -> Live:
     A read moves the value when nothing reads it later; a result is kept when something does.
     A loop may run zero times (what is live after it stays live before it), and the timed
     loop's `track` is read after every iteration."""
-    params = {t.name for t in program.params()}
+    params = tensor_names(program)
     track = program.settings.track if program.settings.track not in params else None
     timed = timed_loop(program.body)
     live = Live()

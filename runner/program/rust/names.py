@@ -23,6 +23,7 @@ from collections.abc import Iterable
 
 from ..identifiers import Namespace
 from ..ir import Program
+from .families import IMPORTED_NAMES
 
 RUST_KEYWORDS = frozenset(
     # strict and reserved keywords of every edition, and the weak ones
@@ -35,21 +36,25 @@ OWN_NAMES = frozenset(
     "main observe observe_transposed record checkpoint print_pending flags_json torch_values floats_json "
     "number_json string_json PENDING CHECKPOINTS LAST Model data "
     # its locals in `fn main`
-    "device model grads grads_sum newest_grads grad_tmp fresh acc it report_panic info".split()
+    "device model grads grads_sum newest_grads grad_tmp fresh acc it report_panic info eval_model".split()
+    # its helper functions for int and bool tensors
+    + "observe_int observe_bool record_exact untracked_json checkpoint_exact".split()
 )
 IN_SCOPE = frozenset(
-    # what its imports and Rust's prelude bring into scope (the sketch's too)
+    # what its imports and Rust's prelude bring into scope (the sketch's too), and the families'
+    # imports (`Conv2d`, `CrossEntropyLossConfig`, ...)
     "burn std core alloc Tensor TensorData Device Distribution Param Module Linear LinearConfig activation "
     "SgdConfig AdamConfig MomentumConfig WeightDecayConfig GradientsParams GradientsAccumulator RefCell "
-    "drop Some None Ok Err Box Vec String Option Result Default".split()
-)
+    "drop Some None Ok Err Box Vec String Option Result Default Int Bool".split()
+).union(IMPORTED_NAMES)
 DERIVE_LOCALS = frozenset(
     # `#[derive(Module)]` writes `let FIELD = ..` beside these (burn-derive 0.22.1, codegen_struct.rs)
     "device devices mapper visitor content num_params".split()
 )
 PATTERNS = frozenset(
     # values in scope at the top of main.rs that `let NAME = ..` would match as a pattern
-    "PENDING CHECKPOINTS LAST Some None Ok Err".split()
+    # (`Int` and `Bool` are unit structs)
+    "PENDING CHECKPOINTS LAST Some None Ok Err Int Bool".split()
 )
 LOCAL_RESERVED = RUST_KEYWORDS | OWN_NAMES | IN_SCOPE
 FIELD_RESERVED = RUST_KEYWORDS | DERIVE_LOCALS | PATTERNS
@@ -89,8 +94,10 @@ class RustNames:
             if st.out is not None:
                 self.local(st.out)
         for t in program.tensors:
-            if t.role == "param":
+            if t.role in ("param", "buffer"):
                 self.field(t.module if t.module is not None else t.name)
+        for m in program.modules:  # a module without tensors
+            self.field(m.name)
 
     def fresh(self, base: str, protected: Iterable[str]) -> str:
         """A variable of the generated code's own (`base` is one of `OWN_NAMES`, or a name's

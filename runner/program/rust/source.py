@@ -25,24 +25,47 @@ def _comment_line(text: str) -> str:
     return "".join(" " if (ord(ch) < 0x20 and ch != "\t") or 0x7F <= ord(ch) < 0xA0 else ch for ch in text)
 
 
-def _imports(used: set[str], timed_observes: bool) -> list[str]:
-    imports: list[str] = []
-    module_items = [x for x in ("Module", "Param") if x in used]
-    if module_items:
-        imports.append(f"use burn::module::{{{', '.join(module_items)}}};")
-    if "Linear" in used:
-        imports.append("use burn::nn::Linear;")
-    if "WeightDecayConfig" in used:
-        imports.append("use burn::optim::decay::WeightDecayConfig;")
-    if "MomentumConfig" in used:
-        imports.append("use burn::optim::momentum::MomentumConfig;")
-    optim = [x for x in ("AdamConfig", "GradientsAccumulator", "GradientsParams", "SgdConfig") if x in used]
-    if optim:
-        imports.append(f"use burn::optim::{{{', '.join(optim)}}};")
-    if "activation" in used:
-        imports.append("use burn::tensor::activation;")
-    tensor_items = ["Device", "Tensor"] + (["TensorData"] if "TensorData" in used else [])
-    imports.append(f"use burn::tensor::{{{', '.join(tensor_items)}}};")
+_USED_IMPORTS = {
+    "Module": "burn::module::Module",
+    "Param": "burn::module::Param",
+    "Linear": "burn::nn::Linear",
+    "WeightDecayConfig": "burn::optim::decay::WeightDecayConfig",
+    "MomentumConfig": "burn::optim::momentum::MomentumConfig",
+    "AdamConfig": "burn::optim::AdamConfig",
+    "GradientsAccumulator": "burn::optim::GradientsAccumulator",
+    "GradientsParams": "burn::optim::GradientsParams",
+    "SgdConfig": "burn::optim::SgdConfig",
+    "activation": "burn::tensor::activation",
+    "TensorData": "burn::tensor::TensorData",
+}
+"""The `use` path of each item the generator names in `used`."""
+_BRACED = frozenset({"burn::module", "burn::optim", "burn::tensor"})
+"""Paths whose items are imported in braces even when there is one."""
+
+
+def _import_key(line: str) -> tuple[str, ...]:
+    """The order of `use` lines: by path, a braced list after the items beside it."""
+    path = line.removeprefix("use ").removesuffix(";")
+    return tuple("~" if part.startswith("{") else part for part in path.split("::"))
+
+
+def _imports(used: set[str], paths: set[str], timed_observes: bool) -> list[str]:
+    """The `use` lines: the items `used` names, the families' `paths`, and burn's tensor types."""
+    wanted = {_USED_IMPORTS[x] for x in used if x in _USED_IMPORTS} | paths
+    wanted |= {"burn::tensor::Device", "burn::tensor::Tensor"}
+    groups: dict[str, set[str]] = {}
+    lines: list[str] = []
+    for path in wanted:
+        parent, item = path.rsplit("::", 1)
+        if item[0].islower():  # a module (`burn::tensor::activation`): its own line
+            lines.append(f"use {path};")
+        else:
+            groups.setdefault(parent, set()).add(item)
+    for parent, items in groups.items():
+        listed = sorted(items)
+        braced = parent in _BRACED or len(listed) > 1
+        lines.append(f"use {parent}::{{{', '.join(listed)}}};" if braced else f"use {parent}::{listed[0]};")
+    imports = sorted(lines, key=_import_key)
     if timed_observes:
         imports.insert(0, "use std::cell::RefCell;\n")
     return imports
@@ -67,7 +90,7 @@ def rust_source(p: Program, title: str) -> Source:
     out.append("")
     if g.data_file:
         out += ["mod data;", ""]
-    out += _imports(used, g.timed_observes)
+    out += _imports(used, g.imports, g.timed_observes)
     timed = g.timed
     if timed is not None and (g.timed_observes or "CHECKPOINTS" in used):
         count = timed.attrs["count"]
@@ -91,11 +114,10 @@ def rust_source(p: Program, title: str) -> Source:
     out += helpers(used, g.timed_observes)
     data = None
     if g.data_file:
-        data = (
-            "//! The larger initial tensors of the program, row-major float32 (a Linear weight in burn's layout).\n\n"
-            + "\n\n".join(g.data_file)
-            + "\n"
-        )
+        kinds = "row-major float32 (a Linear weight in burn's layout)"
+        if any(": [i32; " in d or ": [bool; " in d for d in g.data_file):
+            kinds = "row-major: float32 (a Linear weight in burn's layout), int32 (an int tensor), bool"
+        data = f"//! The larger initial tensors of the program, {kinds}.\n\n" + "\n\n".join(g.data_file) + "\n"
     return Source("\n".join(out) + "\n", data)
 
 

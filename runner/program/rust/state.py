@@ -4,17 +4,32 @@ Rust variable that holds it, the optimizers and the gradients held, and where a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .liveness import HELD
+
+Dtype = Literal["float", "int", "bool"]
+"""A tensor's element type: burn's `Tensor<D>`, `Tensor<D, Int>`, `Tensor<D, Bool>`."""
 
 
 @dataclass(frozen=True)
 class Ty:
-    """A tensor's static type: its rank, and whether it holds burn's layout of a Linear weight."""
+    """A tensor's static type: its rank, whether it holds burn's layout of a Linear weight, and
+    its element type."""
 
     rank: int
     transposed: bool = False
+    dtype: Dtype = "float"
+
+    @property
+    def rust(self) -> str:
+        """The Rust type: `Tensor<2>`, `Tensor<1, Int>`, `Tensor<4, Bool>`."""
+        return f"Tensor<{self.rank}>" if self.dtype == "float" else f"Tensor<{self.rank}, {self.dtype.title()}>"
+
+    @property
+    def path(self) -> str:
+        """The type in an expression: `Tensor::<2>`, `Tensor::<1, Int>`."""
+        return "Tensor::" + self.rust.removeprefix("Tensor")
 
 
 @dataclass(eq=False)
@@ -31,6 +46,9 @@ class Decl:
     written_at: int = -1
     """`Generator.loops` when it was last written: a later write with no loop boundary and no read in
     between overwrites a value Rust can see is never read."""
+    scope: int = 0
+    """The Rust block it is declared in (`Generator.scopes`): 0 is `fn main`'s, each `for` body
+    opens one. A later statement may assign it only while that block is open."""
 
 
 @dataclass
@@ -63,6 +81,19 @@ class State:
     """The gradients held: "none", "raw" (`grads`) or "acc" (`grads_sum` and the newest `grads`)."""
     grads: Binding | None = None
     grads_sum: Binding | None = None
+    eval_model: Binding | None = None
+    """The `model.valid()` snapshot `eval()` took (the interpreter's `eval_model`): the module
+    calls use it while it holds a value (eval mode); `train()` leaves the variable without one,
+    for the next `eval()` to assign while its block is open."""
+
+    @property
+    def training(self) -> bool:
+        return self.eval_model is None or not self.eval_model.value
+
+    def mode(self) -> Any:
+        """What the code after a loop's head assumes about the mode (compared between iterations):
+        training, or evaluation with this snapshot variable."""
+        return "train" if self.training or self.eval_model is None else ("eval", self.eval_model.decl.id)
 
     def copy(self) -> State:
         def dup(b: Binding | None) -> Binding | None:
@@ -74,6 +105,7 @@ class State:
             held=self.held,
             grads=dup(self.grads),
             grads_sum=dup(self.grads_sum),
+            eval_model=dup(self.eval_model),
         )
 
     def signature(self, name: str) -> Any:

@@ -36,7 +36,7 @@ fn string_json(s: &str) -> String {
 }
 """
 
-VALUES = r"""
+NUMBERS = r"""
 /// A float as Python's json reads it (NaN and infinities kept).
 fn number_json(x: f32) -> String {
     if x.is_nan() {
@@ -54,7 +54,9 @@ fn floats_json(values: Option<Vec<f32>>) -> String {
         Some(v) => format!("[{}]", v.into_iter().map(number_json).collect::<Vec<_>>().join(", ")),
     }
 }
+"""
 
+TORCH_VALUES = r"""
 /// Row-major values in torch's layout: a rank-2 tensor held in burn's Linear-weight layout
 /// (`transposed`) is transposed here, on the host (no burn operation).
 fn torch_values<const D: usize>(t: &Tensor<D>, transposed: bool) -> Vec<f32> {
@@ -72,6 +74,8 @@ fn torch_values<const D: usize>(t: &Tensor<D>, transposed: bool) -> Vec<f32> {
     out
 }
 """
+
+VALUES = NUMBERS + TORCH_VALUES
 
 RECORD_TIMED = r"""
 /// One observation, as a JSON line. `iteration`: inside the timed loop, where it is recorded at
@@ -115,7 +119,9 @@ fn record<const D: usize>(
         println!("{}", line(true));
     }
 }
+"""
 
+PENDING = r"""
 thread_local! {
     /// The observations of the timed loop's last iteration, printed when it ends.
     static PENDING: RefCell<Vec<Box<dyn Fn(bool) -> String>>> = const { RefCell::new(Vec::new()) };
@@ -133,6 +139,127 @@ fn print_pending(read: bool) {
     }
 }
 """
+
+RECORD_TIMED_ALL = RECORD_TIMED + PENDING
+
+UNTRACKED = r"""
+/// The flags of an int or bool tensor: never tracked, no gradient (`autodiff`: its `is_autodiff()`).
+fn untracked_json(autodiff: bool) -> String {
+    format!(
+        "{{\"tracked\": false, \"requires_grad\": false, \"raw\": {{\"is_tracked\": false, \
+         \"is_require_grad\": false, \"is_autodiff\": {autodiff}}}}}"
+    )
+}
+"""
+
+RECORD_EXACT_PLAIN = r"""
+/// One observation of an int or bool tensor as a JSON line: no gradient, never tracked.
+fn record_exact(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    shape: Vec<usize>,
+    values: impl FnOnce() -> Vec<f32>,
+    with_values: bool,
+    autodiff: bool,
+) {
+    println!(
+        "{{\"label\": {}, \"tensor\": {}, \"op_index\": {op_index}, \"iteration\": null, \"shape\": {shape:?}, \
+         \"values\": {}, \"grad\": null, \"flags\": {}}}",
+        string_json(label),
+        string_json(tensor),
+        floats_json(with_values.then(values)),
+        untracked_json(autodiff),
+    );
+}
+"""
+
+RECORD_EXACT_TIMED = r"""
+/// One observation of an int or bool tensor as a JSON line: no gradient, never tracked. Its
+/// values are read at once (it holds no graph); in the timed loop's last iteration the line is
+/// printed with the others when the iteration ends.
+#[allow(clippy::too_many_arguments)]
+fn record_exact(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    iteration: Option<usize>,
+    shape: Vec<usize>,
+    values: impl FnOnce() -> Vec<f32>,
+    with_values: bool,
+    autodiff: bool,
+) {
+    if iteration.is_some_and(|it| !CHECKPOINTS.contains(&it)) {
+        return;
+    }
+    let with_values = with_values && iteration.is_none_or(|it| it == LAST);
+    let line = format!(
+        "{{\"label\": {}, \"tensor\": {}, \"op_index\": {op_index}, \"iteration\": {}, \"shape\": {shape:?}, \
+         \"values\": {}, \"grad\": null, \"flags\": {}}}",
+        string_json(label),
+        string_json(tensor),
+        iteration.map_or("null".to_string(), |it| it.to_string()),
+        floats_json(with_values.then(values)),
+        untracked_json(autodiff),
+    );
+    if iteration == Some(LAST) {
+        PENDING.with(|pending| pending.borrow_mut().push(Box::new(move |_| line.clone())));
+    } else {
+        println!("{line}");
+    }
+}
+"""
+
+OBSERVE_EXACT = {
+    ("observe_int", True): r"""
+/// `observe(t)` of an int tensor (class indices): its values as numbers.
+fn observe_int<const D: usize>(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    iteration: Option<usize>,
+    t: Tensor<D, Int>,
+    with_values: bool,
+) {
+    let values = || t.try_to_vec_as::<i64>().expect("reading the tensor's values").into_iter().map(|v| v as f32).collect();
+    record_exact(label, tensor, op_index, iteration, t.dims().to_vec(), values, with_values, t.is_autodiff());
+}
+""",
+    ("observe_bool", True): r"""
+/// `observe(t)` of a bool tensor (a mask): its values as 1 and 0.
+fn observe_bool<const D: usize>(
+    label: &str,
+    tensor: &str,
+    op_index: u32,
+    iteration: Option<usize>,
+    t: Tensor<D, Bool>,
+    with_values: bool,
+) {
+    let values = || {
+        let read = t.try_to_vec_as::<bool>().expect("reading the tensor's values");
+        read.into_iter().map(|v| if v { 1.0 } else { 0.0 }).collect()
+    };
+    record_exact(label, tensor, op_index, iteration, t.dims().to_vec(), values, with_values, t.is_autodiff());
+}
+""",
+    ("observe_int", False): r"""
+/// `observe(t)` of an int tensor (class indices): its values as numbers.
+fn observe_int<const D: usize>(label: &str, tensor: &str, op_index: u32, t: Tensor<D, Int>, with_values: bool) {
+    let values = || t.try_to_vec_as::<i64>().expect("reading the tensor's values").into_iter().map(|v| v as f32).collect();
+    record_exact(label, tensor, op_index, t.dims().to_vec(), values, with_values, t.is_autodiff());
+}
+""",
+    ("observe_bool", False): r"""
+/// `observe(t)` of a bool tensor (a mask): its values as 1 and 0.
+fn observe_bool<const D: usize>(label: &str, tensor: &str, op_index: u32, t: Tensor<D, Bool>, with_values: bool) {
+    let values = || {
+        let read = t.try_to_vec_as::<bool>().expect("reading the tensor's values");
+        read.into_iter().map(|v| if v { 1.0 } else { 0.0 }).collect()
+    };
+    record_exact(label, tensor, op_index, t.dims().to_vec(), values, with_values, t.is_autodiff());
+}
+""",
+}
 
 RECORD_PLAIN = r"""
 /// One observation as a JSON line.
@@ -227,19 +354,46 @@ fn checkpoint<const D: usize>(step: usize, track: &str, t: Option<&Tensor<D>>) {
 """
 
 
+CHECKPOINT_EXACT = r"""
+/// After a checkpoint iteration of the timed loop: the flags of the int or bool tensor
+/// `settings.track` names (never tracked; `autodiff`: its `is_autodiff()`).
+fn checkpoint_exact(step: usize, track: &str, autodiff: Option<bool>) {
+    let tracked = autodiff.map_or("null", |_| "false");
+    let flags = autodiff.map_or("null".to_string(), |autodiff| {
+        format!("{{\"is_tracked\": false, \"is_require_grad\": false, \"is_autodiff\": {autodiff}}}")
+    });
+    println!(
+        "{{\"checkpoint\": {step}, \"track\": {}, \"tracked\": {tracked}, \"flags\": {flags}}}",
+        string_json(track),
+    );
+}
+"""
+
+
 def helpers(used: Set[str], timed_observes: bool) -> list[str]:
     """The helper functions for the names the statements use (`observe`, `observe_transposed`,
-    `checkpoint`); `timed_observes`: observations inside the timed loop (recorded at the
-    checkpoints, the last iteration's printed when it ends)."""
+    `observe_int`, `observe_bool`, `checkpoint`); `timed_observes`: observations inside the timed
+    loop (recorded at the checkpoints, the last iteration's printed when it ends)."""
     observes = [f for f in ("observe", "observe_transposed") if f in used]
+    exact = [f for f in ("observe_int", "observe_bool") if f in used]
     out: list[str] = []
-    if observes or "checkpoint" in used:
+    if observes or exact or "checkpoint" in used or "checkpoint_exact" in used:
         # `flags_json` only where an observation prints it (a checkpoint prints burn's raw flags)
         out.append(HEADING + (FLAGS if observes else "") + STRING)
     if observes:
         out.append(VALUES)
-        out.append(RECORD_TIMED if timed_observes else RECORD_PLAIN)
-        out += [OBSERVE[(f, timed_observes)] for f in observes]
+        out.append(RECORD_TIMED_ALL if timed_observes else RECORD_PLAIN)
+    elif exact:
+        out.append(NUMBERS)
+        if timed_observes:
+            out.append(PENDING)
+    if exact:
+        out.append(UNTRACKED)
+        out.append(RECORD_EXACT_TIMED if timed_observes else RECORD_EXACT_PLAIN)
+    out += [OBSERVE[(f, timed_observes)] for f in observes]
+    out += [OBSERVE_EXACT[(f, timed_observes)] for f in exact]
     if "checkpoint" in used:
         out.append(CHECKPOINT)
+    if "checkpoint_exact" in used:
+        out.append(CHECKPOINT_EXACT)
     return [text.rstrip("\n") for text in out]

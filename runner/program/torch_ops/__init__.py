@@ -14,12 +14,12 @@ from typing import Any
 
 from ...contract.ops import OPS, torch_keywords
 from ..ir import Stmt
-from . import training
+from . import layers, tensors, training
 
 Impl = Callable[[Any, Stmt, list[Any]], Any]
 """(the run, the statement, its argument values) -> the result (or None)."""
 
-IMPL: dict[str, Impl] = {**training.IMPL}
+IMPL: dict[str, Impl] = {**layers.IMPL, **tensors.IMPL, **training.IMPL}
 
 
 def torch_function(path: str) -> Callable[..., Any]:

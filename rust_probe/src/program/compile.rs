@@ -63,6 +63,15 @@ pub struct Dst {
 pub enum OptimizerConfig {
     Sgd(attrs::Sgd),
     Adam(attrs::Adam),
+    AdamW(attrs::Adamw),
+    RmsProp(attrs::Rmsprop),
+}
+
+/// An optimizer's gradient clipping (`GradientClippingConfig`), from its attributes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Clipping {
+    Norm(f64),
+    Value(f64),
 }
 
 impl OptimizerConfig {
@@ -70,8 +79,51 @@ impl OptimizerConfig {
         match self {
             OptimizerConfig::Sgd(a) => a.lr,
             OptimizerConfig::Adam(a) => a.lr,
+            OptimizerConfig::AdamW(a) => a.lr,
+            OptimizerConfig::RmsProp(a) => a.lr,
         }
     }
+
+    /// The clipping attributes given: (`clip_grad_norm`, `clip_grad_value`).
+    fn clip_attrs(&self) -> (Option<f64>, Option<f64>) {
+        match self {
+            OptimizerConfig::Sgd(a) => (a.clip_grad_norm, a.clip_grad_value),
+            OptimizerConfig::Adam(a) => (a.clip_grad_norm, a.clip_grad_value),
+            OptimizerConfig::AdamW(a) => (a.clip_grad_norm, a.clip_grad_value),
+            OptimizerConfig::RmsProp(a) => (a.clip_grad_norm, a.clip_grad_value),
+        }
+    }
+
+    /// The clipping the program gives (at most one: the compiler refuses both).
+    pub fn clipping(&self) -> Option<Clipping> {
+        let (norm, value) = self.clip_attrs();
+        norm.map(Clipping::Norm).or(value.map(Clipping::Value))
+    }
+
+    fn read(op: Op, r: &AttrReader<'_>) -> Result<Self, IrError> {
+        let config = match op {
+            Op::Sgd => OptimizerConfig::Sgd(attrs::Sgd::read(r)?),
+            Op::Adam => OptimizerConfig::Adam(attrs::Adam::read(r)?),
+            Op::Adamw => OptimizerConfig::AdamW(attrs::Adamw::read(r)?),
+            _ => OptimizerConfig::RmsProp(attrs::Rmsprop::read(r)?),
+        };
+        if let (Some(_), Some(_)) = config.clip_attrs() {
+            return Err(r.invalid(
+                "clip_grad_value",
+                "give clip_grad_norm or clip_grad_value, not both (burn's optimizer config holds \
+                 one GradientClippingConfig)",
+            ));
+        }
+        Ok(config)
+    }
+}
+
+/// A learning-rate schedule's config.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SchedulerConfig {
+    Step(attrs::StepLr),
+    Cosine(attrs::CosineLr),
+    Linear(attrs::LinearLr),
 }
 
 #[derive(Clone, Debug)]
@@ -126,6 +178,31 @@ pub enum Kind {
     NewOptimizer {
         opt: u32,
         config: OptimizerConfig,
+    },
+    /// `sched = cosine_lr(opt, ...)`: a schedule starting from the optimizer's learning rate.
+    NewScheduler {
+        sched: u32,
+        opt: u32,
+        config: SchedulerConfig,
+    },
+    /// `sched_step(sched)`: `lr = sched.step()`, the optimizer's learning rate from then on.
+    SchedStep {
+        sched: u32,
+    },
+    /// `copy_module(target, online)`: `target = online.clone()`.
+    CopyModule {
+        target: ModuleRef,
+        online: ModuleRef,
+    },
+    /// `soft_update(target, online, tau)`: each target param `map`ped to `t * (1 - tau) + o * tau`.
+    SoftUpdate {
+        target: ModuleRef,
+        online: ModuleRef,
+        tau: f64,
+    },
+    /// `module_no_grad(m)`: `m = m.no_grad()`.
+    ModuleNoGrad {
+        module: ModuleRef,
     },
     Step {
         opt: u32,
@@ -236,6 +313,7 @@ pub struct Program {
     pub(crate) stmts: Vec<StmtInfo>,
     pub(crate) slot_names: Vec<String>,
     pub(crate) optimizer_count: usize,
+    pub(crate) scheduler_count: usize,
     pub(crate) checkpoints: Vec<u64>,
     pub(crate) rss_every: u64,
     pub(crate) track: Option<Track>,
@@ -279,6 +357,11 @@ struct Compiler {
     params: HashMap<String, ParamRef>,
     modules: HashMap<String, ModuleRef>,
     optimizers: HashMap<String, u32>,
+    schedulers: HashMap<String, u32>,
+    /// Each Linear's (d_in, d_out, bias, layout) and each other module's attributes: what a
+    /// (target, online) pair must share.
+    linear_shapes: Vec<(usize, usize, bool, Layout)>,
+    layer_attrs: Vec<ModuleAttrs>,
     stmts: Vec<StmtInfo>,
     indices: HashSet<u64>,
     unsupported: Option<UnsupportedOp>,
@@ -482,6 +565,11 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
         }
     }
 
+    c.linear_shapes = linears
+        .iter()
+        .map(|l| (l.d_in, l.d_out, l.bias, l.layout))
+        .collect();
+    c.layer_attrs = layers.iter().map(|l| l.attrs.clone()).collect();
     let mut defined: HashSet<String> = inputs
         .iter()
         .map(|i| c.slot_names[i.slot as usize].clone())
@@ -518,6 +606,7 @@ fn compile(raw: RawProgram) -> Result<Program, IrError> {
         stmts: c.stmts,
         slot_names: c.slot_names,
         optimizer_count: c.optimizers.len(),
+        scheduler_count: c.schedulers.len(),
         checkpoints: raw.settings.checkpoints,
         rss_every: raw.settings.rss_every,
         track,
@@ -561,6 +650,9 @@ impl Compiler {
         if self.optimizers.contains_key(name) {
             return Err(s.error(&field, format!("{name:?} is an optimizer, not a tensor")));
         }
+        if self.schedulers.contains_key(name) {
+            return Err(s.error(&field, format!("{name:?} is a scheduler, not a tensor")));
+        }
         match self.slots.get(name) {
             Some(&slot) if defined.contains(name) => Ok(Src::Slot { slot, take: false }),
             _ => Err(s.error(
@@ -581,6 +673,17 @@ impl Compiler {
         }
     }
 
+    fn scheduler_arg(&self, s: &RawStmt, defined: &HashSet<String>) -> Result<u32, IrError> {
+        let name = &s.args[0];
+        match self.schedulers.get(name) {
+            Some(&o) if defined.contains(name) => Ok(o),
+            _ => Err(s.error(
+                "args[0]",
+                format!("no scheduler named {name:?} is bound before this statement"),
+            )),
+        }
+    }
+
     /// The slot a tensor result is bound to.
     fn out_slot(
         &mut self,
@@ -594,10 +697,13 @@ impl Compiler {
                 format!("{name:?} is a param or a module: they cannot be reassigned"),
             ));
         }
-        if self.optimizers.contains_key(name) {
+        if self.optimizers.contains_key(name) || self.schedulers.contains_key(name) {
             return Err(s.error(
                 "out",
-                format!("{name:?} names an optimizer; a name is a tensor or an optimizer"),
+                format!(
+                    "{name:?} names an optimizer or a scheduler; a name is a tensor, an optimizer \
+                     or a scheduler"
+                ),
             ));
         }
         defined.insert(name.to_owned());
@@ -665,6 +771,9 @@ impl Compiler {
             }
             (ResultKind::Optimizer, None) => {
                 return Err(s.error("out", "an optimizer must be bound to a name"))
+            }
+            (ResultKind::Scheduler, None) => {
+                return Err(s.error("out", "a scheduler must be bound to a name"))
             }
             _ => {}
         }
@@ -754,15 +863,41 @@ impl Compiler {
                     Kind::ZeroGrad { opt }
                 }
             }
-            Op::Sgd | Op::Adam => {
-                let config = if op == Op::Sgd {
-                    OptimizerConfig::Sgd(attrs::Sgd::read(&r)?)
-                } else {
-                    OptimizerConfig::Adam(attrs::Adam::read(&r)?)
-                };
+            Op::Sgd | Op::Adam | Op::Adamw | Op::Rmsprop => {
+                let config = OptimizerConfig::read(op, &r)?;
                 let opt = self.optimizer_out(s, defined)?;
                 Kind::NewOptimizer { opt, config }
             }
+            Op::StepLr | Op::CosineLr | Op::LinearLr => {
+                let config = match op {
+                    Op::StepLr => SchedulerConfig::Step(attrs::StepLr::read(&r)?),
+                    Op::CosineLr => SchedulerConfig::Cosine(attrs::CosineLr::read(&r)?),
+                    _ => SchedulerConfig::Linear(attrs::LinearLr::read(&r)?),
+                };
+                let opt = self.optimizer_arg(s, defined)?;
+                let sched = self.scheduler_out(s, defined)?;
+                Kind::NewScheduler { sched, opt, config }
+            }
+            Op::SchedStep => Kind::SchedStep {
+                sched: self.scheduler_arg(s, defined)?,
+            },
+            Op::CopyModule | Op::SoftUpdate => {
+                let target = self.module_arg(s, 0, op)?;
+                let online = self.module_arg(s, 1, op)?;
+                self.same_shape(s, target, online)?;
+                if op == Op::CopyModule {
+                    Kind::CopyModule { target, online }
+                } else {
+                    Kind::SoftUpdate {
+                        target,
+                        online,
+                        tau: attrs::SoftUpdate::read(&r)?.tau,
+                    }
+                }
+            }
+            Op::ModuleNoGrad => Kind::ModuleNoGrad {
+                module: self.module_arg(s, 0, op)?,
+            },
             Op::Backward => {
                 let a = attrs::Backward::read(&r)?;
                 if let Some(reason) = a.burn_unsupported() {
@@ -938,10 +1073,65 @@ impl Compiler {
                 format!("{name:?} already names a tensor or a module"),
             ));
         }
+        if self.schedulers.contains_key(&name) {
+            return Err(s.error("out", format!("{name:?} already names a scheduler")));
+        }
         let next = self.optimizers.len() as u32;
         let opt = *self.optimizers.entry(name.clone()).or_insert(next);
         defined.insert(name);
         Ok(opt)
+    }
+
+    /// The scheduler a statement binds (`out`, checked present by the table).
+    fn scheduler_out(
+        &mut self,
+        s: &RawStmt,
+        defined: &mut HashSet<String>,
+    ) -> Result<u32, IrError> {
+        let name = s.out.clone().unwrap_or_default();
+        if self.slots.contains_key(&name)
+            || self.params.contains_key(&name)
+            || self.modules.contains_key(&name)
+            || self.optimizers.contains_key(&name)
+        {
+            return Err(s.error(
+                "out",
+                format!("{name:?} already names a tensor, a module or an optimizer"),
+            ));
+        }
+        let next = self.schedulers.len() as u32;
+        let sched = *self.schedulers.entry(name.clone()).or_insert(next);
+        defined.insert(name);
+        Ok(sched)
+    }
+
+    /// A (target, online) pair: two modules of one kind with the same attributes.
+    fn same_shape(&self, s: &RawStmt, target: ModuleRef, online: ModuleRef) -> Result<(), IrError> {
+        let same = target != online
+            && match (target, online) {
+                (ModuleRef::Linear(t), ModuleRef::Linear(o)) => {
+                    let (t, o) = (
+                        &self.linear_shapes[t as usize],
+                        &self.linear_shapes[o as usize],
+                    );
+                    t == o
+                }
+                (ModuleRef::Layer(t), ModuleRef::Layer(o)) => {
+                    self.layer_attrs[t as usize] == self.layer_attrs[o as usize]
+                }
+                _ => false,
+            };
+        if same {
+            Ok(())
+        } else {
+            Err(s.error(
+                "args",
+                format!(
+                    "{:?} and {:?} must be two modules of the same kind with the same attributes",
+                    s.args[0], s.args[1]
+                ),
+            ))
+        }
     }
 }
 
@@ -1078,6 +1268,11 @@ fn operands(kind: &mut Kind) -> (Vec<&mut Src>, Vec<&mut Dst>) {
             defs.extend(out.as_mut());
         }
         Kind::NewOptimizer { .. }
+        | Kind::NewScheduler { .. }
+        | Kind::SchedStep { .. }
+        | Kind::CopyModule { .. }
+        | Kind::SoftUpdate { .. }
+        | Kind::ModuleNoGrad { .. }
         | Kind::SetMode { .. }
         | Kind::Step { .. }
         | Kind::ZeroGrad { .. }

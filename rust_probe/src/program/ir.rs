@@ -643,6 +643,11 @@ impl<'a> AttrReader<'a> {
         IrError::new(format!("{}.{key}", self.path), message)
     }
 
+    /// An attribute whose value the table allows but the statement's other attributes do not.
+    pub fn invalid(&self, key: &str, message: &str) -> IrError {
+        self.err(key, message.to_owned())
+    }
+
     /// An attribute that must be given and is not.
     pub fn missing(&self, key: &str, kind: &str) -> IrError {
         self.err(key, format!("missing (a {kind})"))

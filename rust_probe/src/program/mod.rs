@@ -9,6 +9,7 @@
 //! module's current value, so after `step` it sees the updated param.
 
 pub mod compile;
+pub mod defaults;
 pub mod families;
 pub mod ir;
 #[cfg(feature = "mutants")]
@@ -20,17 +21,30 @@ pub mod value;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use burn::module::{Module, Param};
+use std::any::Any;
+use std::collections::VecDeque;
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::nn::Linear;
 use burn::optim::decay::WeightDecayConfig;
+use burn::optim::grad_clipping::GradientClippingConfig;
+use burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
+use burn::optim::lr_scheduler::linear::LinearLrSchedulerConfig;
+use burn::optim::lr_scheduler::module_lr_scheduler::{ModuleLearningRate, ModuleLrScheduler};
+use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::optim::{
+    AdamConfig, AdamWConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer, RmsPropConfig,
+    SgdConfig,
+};
 use burn::tensor::{Device, Gradients, Tensor, TensorData};
 
 pub use crate::contract::IR_VERSION;
-use crate::contract::{Layout, Op};
+use crate::contract::{torch_defaults, Layout, Op};
 pub use compile::Program;
-use compile::{Arg, Instr, Kind, OptimizerConfig, ParamRef, Src, Track};
+use compile::{
+    Arg, Clipping, Instr, Kind, ModuleRef, OptimizerConfig, ParamRef, SchedulerConfig, Src, Track,
+};
 use families::layers::{self, Layer};
 use families::{Ctx, Failed, Operand};
 use ir::Dtype;
@@ -111,7 +125,7 @@ impl ProgramModel {
                 _ => Dyn::R4(self.p4[index as usize].val()),
             }),
             ParamRef::Layer { index, tensor } => {
-                TensorValue::plain(layers::tensor(&self.layers[index as usize], tensor))
+                layers::tensor(&self.layers[index as usize], tensor)
             }
         }
     }
@@ -196,6 +210,22 @@ fn error(message: String) -> Stop {
     Stop::Fail(Outcome::Error, message)
 }
 
+/// An optimizer of the run: burn's, the learning rate its `step` is given (the config's `lr` until
+/// a scheduler step sets another), and which binding of its name it is.
+struct Optim {
+    optim: ModuleOptimizer,
+    lr: ModuleLearningRate,
+    initial_lr: f64,
+    generation: u64,
+}
+
+/// A learning-rate schedule and the optimizer (slot and binding) it was made from.
+struct Sched {
+    scheduler: ModuleLrScheduler,
+    opt: u32,
+    generation: u64,
+}
+
 /// burn state of a run: dropped inside `capture` since a drop after a burn
 /// panic may itself panic.
 struct State {
@@ -203,7 +233,10 @@ struct State {
     /// In eval mode: the `valid()` snapshot the module calls use (`eval()` takes it, `train()` drops it).
     eval_model: Option<ProgramModel>,
     slots: Vec<Option<Value>>,
-    optimizers: Vec<Option<(ModuleOptimizer, f64)>>,
+    optimizers: Vec<Option<Optim>>,
+    schedulers: Vec<Option<Sched>>,
+    /// Counts the optimizers built (each binding of a name is a new one).
+    generations: u64,
     grads: Held,
     /// Observations of the last timed iteration whose values are read once
     /// its clock stopped: (observation, value, gradient).
@@ -254,25 +287,41 @@ fn backward(t: &Dyn) -> Gradients {
     value::with_dyn!(t, t => t.backward())
 }
 
+/// L2 weight decay as a port writes it: a `WeightDecayConfig` only for a given, nonzero penalty.
+fn weight_decay(penalty: Option<f64>) -> Option<WeightDecayConfig> {
+    penalty
+        .filter(|&w| w != 0.0)
+        .map(|w| WeightDecayConfig::new(w as f32))
+}
+
+/// The optimizer a port builds: each `with_*` only for an attribute the program gives, so burn's
+/// own default applies to the others (burn-optim `src/optim/`).
 fn build_optimizer(config: &OptimizerConfig) -> ModuleOptimizer {
+    let clipping = config.clipping().map(|c| match c {
+        Clipping::Norm(v) => GradientClippingConfig::Norm(v as f32),
+        Clipping::Value(v) => GradientClippingConfig::Value(v as f32),
+    });
     match config {
         OptimizerConfig::Sgd(a) => {
             let mut c = SgdConfig::new();
             // Plain SGD unless a momentum is given (0 is torch's plain SGD too).
-            if a.momentum != 0.0 {
-                c = c.with_momentum(Some(
-                    MomentumConfig::new()
-                        .with_momentum(a.momentum)
-                        .with_dampening(a.dampening)
-                        .with_nesterov(a.nesterov),
-                ));
+            if let Some(m) = a.momentum.filter(|&m| m != 0.0) {
+                let mut momentum = MomentumConfig::new().with_momentum(m);
+                if let Some(d) = a.dampening {
+                    momentum = momentum.with_dampening(d);
+                }
+                if let Some(n) = a.nesterov {
+                    momentum = momentum.with_nesterov(n);
+                }
+                c = c.with_momentum(Some(momentum));
             }
             #[cfg(feature = "mutants")]
-            let weight_decay = mutants::sgd_weight_decay(a.weight_decay);
+            let penalty = a.weight_decay.map(mutants::sgd_weight_decay);
             #[cfg(not(feature = "mutants"))]
-            let weight_decay = a.weight_decay;
-            if weight_decay != 0.0 {
-                c = c.with_weight_decay(Some(WeightDecayConfig::new(weight_decay as f32)));
+            let penalty = a.weight_decay;
+            c = c.with_weight_decay(weight_decay(penalty));
+            if clipping.is_some() {
+                c = c.with_gradient_clipping(clipping);
             }
             c.init()
         }
@@ -287,12 +336,129 @@ fn build_optimizer(config: &OptimizerConfig) -> ModuleOptimizer {
             if let Some(e) = a.eps {
                 c = c.with_epsilon(e as f32);
             }
-            if let Some(w) = a.weight_decay.filter(|&w| w != 0.0) {
-                c = c.with_weight_decay(Some(WeightDecayConfig::new(w as f32)));
+            c = c.with_weight_decay(weight_decay(a.weight_decay));
+            if clipping.is_some() {
+                c = c.with_grad_clipping(clipping);
+            }
+            c.init()
+        }
+        OptimizerConfig::AdamW(a) => {
+            let mut c = AdamWConfig::new();
+            if let Some(b) = a.beta1 {
+                c = c.with_beta_1(b as f32);
+            }
+            if let Some(b) = a.beta2 {
+                c = c.with_beta_2(b as f32);
+            }
+            if let Some(e) = a.eps {
+                c = c.with_epsilon(e as f32);
+            }
+            if let Some(w) = a.weight_decay {
+                c = c.with_weight_decay(w as f32);
+            }
+            if let Some(m) = a.amsgrad {
+                c = c.with_amsgrad(m);
+            }
+            if clipping.is_some() {
+                c = c.with_grad_clipping(clipping);
+            }
+            c.init()
+        }
+        OptimizerConfig::RmsProp(a) => {
+            let mut c = RmsPropConfig::new();
+            if let Some(v) = a.alpha {
+                c = c.with_alpha(v as f32);
+            }
+            if let Some(e) = a.eps {
+                c = c.with_epsilon(e as f32);
+            }
+            if let Some(m) = a.momentum {
+                c = c.with_momentum(m as f32);
+            }
+            if let Some(v) = a.centered {
+                c = c.with_centered(v);
+            }
+            c = c.with_weight_decay(weight_decay(a.weight_decay));
+            if clipping.is_some() {
+                c = c.with_grad_clipping(clipping);
             }
             c.init()
         }
     }
+}
+
+/// The schedule a port builds from the optimizer's learning rate (`initial`): `with_*` only for
+/// what the program gives; `LinearLrSchedulerConfig::new` has no defaults, so an omitted factor
+/// is torch's (`torch_defaults`). burn's `init()` refuses some values (an initial learning
+/// rate above 1): its message.
+fn build_scheduler(config: &SchedulerConfig, initial: f64) -> Result<ModuleLrScheduler, String> {
+    match config {
+        SchedulerConfig::Step(a) => {
+            let mut c = StepLrSchedulerConfig::new(initial, a.step_size as usize);
+            if let Some(g) = a.gamma {
+                c = c.with_gamma(g);
+            }
+            c.init()
+                .map_err(|e| format!("StepLrSchedulerConfig::init: {e}"))
+        }
+        SchedulerConfig::Cosine(a) => {
+            let mut c = CosineAnnealingLrSchedulerConfig::new(initial, a.t_max as usize);
+            if let Some(m) = a.eta_min {
+                c = c.with_min_lr(m);
+            }
+            c.init()
+                .map_err(|e| format!("CosineAnnealingLrSchedulerConfig::init: {e}"))
+        }
+        SchedulerConfig::Linear(a) => {
+            let start = a
+                .start_factor
+                .unwrap_or(torch_defaults::LINEAR_LR_START_FACTOR);
+            let end = a.end_factor.unwrap_or(torch_defaults::LINEAR_LR_END_FACTOR);
+            let iters = a
+                .total_iters
+                .unwrap_or(torch_defaults::LINEAR_LR_TOTAL_ITERS);
+            LinearLrSchedulerConfig::new(initial * start, initial * end, iters as usize)
+                .init()
+                .map_err(|e| format!("LinearLrSchedulerConfig::init: {e}"))
+        }
+    }
+}
+
+/// Collects a module's float params in visiting order (`soft_update`'s online side).
+struct CollectParams(VecDeque<Box<dyn Any>>);
+
+impl ModuleVisitor for CollectParams {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.0.push_back(Box::new(param.val()));
+    }
+}
+
+/// `soft_update` as a port writes it: a `ModuleMapper` over the target whose `map_float` maps each
+/// param to `t * (1 - tau) + o * tau`, `o` the online param of the same place.
+struct SoftUpdater {
+    online: VecDeque<Box<dyn Any>>,
+    tau: f64,
+}
+
+impl ModuleMapper for SoftUpdater {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let online = self
+            .online
+            .pop_front()
+            .and_then(|o| o.downcast::<Tensor<D>>().ok())
+            .expect("soft_update pairs modules of one kind and shape");
+        let tau = self.tau;
+        param.map(|t| t.mul_scalar(1.0 - tau) + online.mul_scalar(tau))
+    }
+}
+
+fn soft_update<M: Module>(target: M, online: &M, tau: f64) -> M {
+    let mut collect = CollectParams(VecDeque::new());
+    online.visit(&mut collect);
+    target.map(&mut SoftUpdater {
+        online: collect.0,
+        tau,
+    })
 }
 
 impl<'a> Machine<'a> {
@@ -308,6 +474,8 @@ impl<'a> Machine<'a> {
                 eval_model: None,
                 slots: vec![None; program.slot_names.len()],
                 optimizers: (0..program.optimizer_count).map(|_| None).collect(),
+                schedulers: (0..program.scheduler_count).map(|_| None).collect(),
+                generations: 0,
                 grads: Held::None,
                 pending: Vec::new(),
             },
@@ -432,6 +600,15 @@ impl<'a> Machine<'a> {
 
     /// The gradient held for a tensor now.
     fn grad_of(&self, src: Src, t: &TensorValue) -> Option<TensorValue> {
+        if let Src::Param(ParamRef::Layer { index, tensor }) = src {
+            // A module's tensor may be made of several burn params (MultiheadAttention's in_proj).
+            let layer = &self.state.model.layers[index as usize];
+            return layers::grad(layer, tensor, |part, id| match &self.state.grads {
+                Held::None => None,
+                Held::Raw(grads) => tensor_grad(part, grads),
+                Held::Accumulated { params, .. } => param_grad(part, params, id),
+            });
+        }
         let g = match &self.state.grads {
             Held::None => None,
             Held::Raw(grads) => tensor_grad(&t.t, grads),
@@ -515,7 +692,9 @@ impl<'a> Machine<'a> {
                 }
                 Kind::Linear { module, a, out } => {
                     let x = self.tensor(*a)?;
-                    let r = ops::linear(&self.state.model.linears[*module as usize], x);
+                    // In eval mode a module call uses the `valid()` snapshot, as a port does.
+                    let model = self.state.eval_model.as_ref().unwrap_or(&self.state.model);
+                    let r = ops::linear(&model.linears[*module as usize], x);
                     self.write_tensor(*out, r);
                 }
                 Kind::Backward { a, accumulate } => {
@@ -558,8 +737,84 @@ impl<'a> Machine<'a> {
                     self.write_tensor(*out, g);
                 }
                 Kind::NewOptimizer { opt, config } => {
-                    self.state.optimizers[*opt as usize] =
-                        Some((build_optimizer(config), config.lr()));
+                    self.state.generations += 1;
+                    self.state.optimizers[*opt as usize] = Some(Optim {
+                        optim: build_optimizer(config),
+                        lr: config.lr().into(),
+                        initial_lr: config.lr(),
+                        generation: self.state.generations,
+                    });
+                }
+                Kind::NewScheduler { sched, opt, config } => {
+                    let optim = self.state.optimizers[*opt as usize]
+                        .as_ref()
+                        .ok_or_else(|| error("scheduler: its optimizer is not built yet".into()))?;
+                    let scheduler = build_scheduler(config, optim.initial_lr).map_err(error)?;
+                    self.state.schedulers[*sched as usize] = Some(Sched {
+                        scheduler,
+                        opt: *opt,
+                        generation: optim.generation,
+                    });
+                }
+                Kind::SchedStep { sched } => {
+                    let sched =
+                        self.state.schedulers[*sched as usize]
+                            .as_mut()
+                            .ok_or_else(|| {
+                                error("sched_step: the scheduler is not built yet".into())
+                            })?;
+                    let lr = sched.scheduler.step();
+                    // The port's `lr` for the optimizer's next steps (an optimizer bound to the
+                    // name since is another one: the schedule no longer reaches it).
+                    if let Some(optim) = self.state.optimizers[sched.opt as usize]
+                        .as_mut()
+                        .filter(|o| o.generation == sched.generation)
+                    {
+                        optim.lr = lr;
+                    }
+                }
+                Kind::CopyModule { target, online } => {
+                    let model = &mut self.state.model;
+                    match (*target, *online) {
+                        (ModuleRef::Linear(t), ModuleRef::Linear(o)) => {
+                            model.linears[t as usize] = model.linears[o as usize].clone();
+                        }
+                        (ModuleRef::Layer(t), ModuleRef::Layer(o)) => {
+                            model.layers[t as usize] = model.layers[o as usize].clone();
+                        }
+                        _ => unreachable!("the compiler pairs modules of one kind"),
+                    }
+                }
+                Kind::SoftUpdate {
+                    target,
+                    online,
+                    tau,
+                } => {
+                    let model = &mut self.state.model;
+                    match (*target, *online) {
+                        (ModuleRef::Linear(t), ModuleRef::Linear(o)) => {
+                            let old = model.linears[t as usize].clone();
+                            model.linears[t as usize] =
+                                soft_update(old, &model.linears[o as usize], *tau);
+                        }
+                        (ModuleRef::Layer(t), ModuleRef::Layer(o)) => {
+                            let old = model.layers[t as usize].clone();
+                            model.layers[t as usize] =
+                                soft_update(old, &model.layers[o as usize], *tau);
+                        }
+                        _ => unreachable!("the compiler pairs modules of one kind"),
+                    }
+                }
+                Kind::ModuleNoGrad { module } => {
+                    let model = &mut self.state.model;
+                    match *module {
+                        ModuleRef::Linear(i) => {
+                            model.linears[i as usize] = model.linears[i as usize].clone().no_grad();
+                        }
+                        ModuleRef::Layer(i) => {
+                            model.layers[i as usize] = model.layers[i as usize].clone().no_grad();
+                        }
+                    }
                 }
                 Kind::Step { opt } => {
                     let grads = match std::mem::replace(&mut self.state.grads, Held::None) {
@@ -567,11 +822,11 @@ impl<'a> Machine<'a> {
                         Held::Raw(g) => GradientsParams::from_grads(g, &self.state.model),
                         Held::Accumulated { params, .. } => params,
                     };
-                    let (optim, lr) = self.state.optimizers[*opt as usize]
+                    let optim = self.state.optimizers[*opt as usize]
                         .as_mut()
                         .ok_or_else(|| error("step: the optimizer is not built yet".into()))?;
                     let model = std::mem::replace(&mut self.state.model, ProgramModel::empty());
-                    self.state.model = optim.step(*lr, model, grads);
+                    self.state.model = optim.optim.step(optim.lr.clone(), model, grads);
                 }
                 Kind::ZeroGrad { .. } => {
                     self.state.grads = Held::None;
@@ -826,6 +1081,8 @@ pub fn run(
             eval_model: None,
             slots: Vec::new(),
             optimizers: Vec::new(),
+            schedulers: Vec::new(),
+            generations: 0,
             grads: Held::None,
             pending: Vec::new(),
         },

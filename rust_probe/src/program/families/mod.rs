@@ -19,6 +19,8 @@ use crate::program::value::{Dyn, TensorValue, Value};
 use crate::program::ProgramModel;
 
 /// An argument of an operation: a value, or a module (a module call's first).
+// Made per argument as the operation runs, as `Value` is (see its note): boxing would allocate.
+#[allow(clippy::large_enum_variant)]
 pub enum Operand {
     Value(Value),
     Module(ModuleRef),
