@@ -340,7 +340,10 @@ def test_the_operation_table_lists_every_operation_and_the_cases_that_use_it(ren
     info = CaseInfo(
         name="c",
         kind="program",
-        programs={"main": ProgramInfo(source="a = param(2)\nb = detach(a)\nobserve(b)"), "bad": ProgramInfo(source="(")},
+        programs={
+            "main": ProgramInfo(source="a = param(2)\nb = detach(a)\nobserve(b)"),
+            "bad": ProgramInfo(source="("),
+        },
     )
     rows = {r.name: r for r in operations.rows([info])}
     assert rows["detach"].cases == ("c",) and rows["observe"].cases == ("c",) and rows["exp"].cases == ()

@@ -30,7 +30,7 @@ from ..program.ir import ModuleDecl, ParsedProgram, Stmt, walk
 from .rules import RULES, Builder, Chooser, Value, coin, draw_attr, generated_ops, generic, pick, shape_of
 
 LOOP_ITERATIONS = 200
-OPTIMIZERS = tuple(name for name, spec in OPS.items() if spec.category == "optimizer" and spec.result == "optimizer")
+OPTIMIZERS = tuple(name for name, spec in OPS.items() if spec.result == "optimizer" and not spec.args)
 COMPUTE = generated_ops()
 # Every operation a generated program may hold (coverage is counted over these).
 GENERATED = tuple(
@@ -123,10 +123,23 @@ def _optimizer(c: Chooser, b: Builder) -> None:
             continue
         if value is not None:
             attrs[a.name] = value
+    if "clip_grad_norm" in attrs and "clip_grad_value" in attrs:  # one clipping at a time
+        del attrs[pick(c, ("clip_grad_norm", "clip_grad_value"))]
     b.stmt(name, [], "opt", **attrs)
 
 
 def build(c: Chooser, max_ops: int = 8) -> ParsedProgram:
+    """A program; a draw the language refuses as a whole (a combination of attributes the
+    table's validation rejects) is drawn again, from the chooser's next choices."""
+    for _ in range(8):
+        try:
+            return _build(c, max_ops)
+        except ValueError:
+            continue
+    return _build(c, 1)
+
+
+def _build(c: Chooser, max_ops: int) -> ParsedProgram:
     b = Builder()
     for _ in range(c.integer(1, 3)):
         b.declare(c, shape_of(c), pick(c, ("param", "param", "input")), prefix="p")

@@ -10,11 +10,14 @@ case or an issue that explains it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..contract.ops import MODULES, OMITTED, OPS, AttrSpec, AttrValue
 from ..program.ir import ParsedProgram, Stmt, walk
 from .judge import Divergence
+
+OMITTED_DEFAULTS = "omitted-default-differs"
 
 Program = ParsedProgram
 
@@ -98,10 +101,26 @@ def _step_consumes(d: Divergence, program: Program) -> bool:
     )
 
 
-def _adam_default_eps(d: Divergence, program: Program) -> bool:
-    """Adam without `eps`: each framework's default (torch 1e-8, burn 1e-5), which differ where
-    gradients are small (the step is m / (sqrt(v) + eps))."""
-    return d.cls in ("values", "grads") and any(s.op == "adam" and "eps" not in s.attrs for s in _stmts(program))
+def differing_defaults(specs: tuple[AttrSpec, ...], given: Mapping[str, object]) -> dict[str, AttrValue]:
+    """The attributes a statement (or module declaration) omits whose documented defaults differ
+    between the frameworks, with torch's: the documented fix is to give them."""
+    out: dict[str, AttrValue] = {}
+    for a in specs:
+        if a.default is OMITTED and a.name not in given and a.torch_default is not None:
+            if a.burn_default is not None and a.torch_default != a.burn_default:
+                out[a.name] = a.torch_default
+    return out
+
+
+def _omitted_default_differs(d: Divergence, program: Program) -> bool:
+    """Values or gradients where the program omits an attribute whose defaults differ (SGD's
+    dampening, Adam's eps, AdamW's weight decay, RMSprop's momentum, MultiheadAttention's dropout):
+    each framework applies its own, as a port that omits it gets."""
+    if d.cls not in ("values", "grads"):
+        return False
+    if any(differing_defaults(OPS[s.op].attrs, s.attrs) for s in _stmts(program)):
+        return True
+    return any(differing_defaults(MODULES[m.kind].attrs, m.attrs) for m in program.modules)
 
 
 def _burn_unsupported(d: Divergence, program: Program) -> bool:
@@ -166,6 +185,26 @@ def _self_division_under_adam(d: Divergence, program: Program) -> bool:
     return any(s.op == "div" and len(s.args) == 2 and s.args[0] == s.args[1] for s in stmts)
 
 
+def _torch_refuses(d: Divergence, program: Program) -> bool:
+    """torch raises where burn's port goes on: an in-place change of a leaf that requires grad
+    (burn's `param.map` makes it a non-leaf that no longer requires grad), or SGD's Nesterov
+    without momentum (the port builds no momentum at momentum 0, so nesterov has nothing to
+    change). The operation table's burn column says both."""
+    message = str(d.detail.get("torch_message") or "")
+    return (
+        d.cls == "status"
+        and d.detail.get("torch_outcome") == "error"
+        and d.detail.get("burn_outcome") == "ok"
+        and any(text in message for text in TORCH_REFUSALS)
+    )
+
+
+TORCH_REFUSALS = (
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "Nesterov momentum requires a momentum and zero dampening",
+)
+
+
 REGISTRY: tuple[Known, ...] = (
     Known(
         "detach-param-keeps-tracking",
@@ -219,10 +258,18 @@ REGISTRY: tuple[Known, ...] = (
         _self_division_under_adam,
     ),
     Known(
-        "adam-default-eps",
-        "Adam with eps omitted: burn's default is 1e-5, torch's 1e-8; the steps differ where gradients are small",
-        "optimizers_100_steps",
-        _adam_default_eps,
+        OMITTED_DEFAULTS,
+        "an omitted attribute whose defaults differ (SGD's dampening 0 vs 0.1, Adam's eps 1e-8 vs 1e-5, "
+        "AdamW's weight decay, RMSprop's momentum, MultiheadAttention's dropout): each framework uses its own",
+        "optimizers_100_steps, adamw_defaults, rmsprop_defaults, mha_dropout_default",
+        _omitted_default_differs,
+    ),
+    Known(
+        "torch-refuses-what-the-port-accepts",
+        "torch raises where burn's port goes on: add_scalar_ of a param (a leaf that requires grad), "
+        "SGD's nesterov without momentum",
+        "tests/test_fuzz.py::test_what_torch_refuses_and_burn_accepts_is_a_known_difference",
+        _torch_refuses,
     ),
     Known(
         "burn-unsupported",

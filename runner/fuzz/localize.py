@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..contract.limits import IR_VERSION
@@ -64,6 +64,7 @@ REGIONS: dict[str, tuple[float, ...]] = {
     "|x|<=1e-3": (1e-4, -5e-4, 2e-5, -1e-3),
 }
 SHRINK_EVALUATIONS = 40
+NUDGES = (1e-6, -1e-6, 1e-5, -1e-5)  # relative nudges of the params for the chaos check
 
 
 def _close(x: float, y: float) -> bool:
@@ -306,7 +307,15 @@ class Localizer:
                 label = site.output or next(iter(site.params_after.values()), None)
                 a, bv = _sides(to, bo, label, cls)
                 candidates.append(
-                    Candidate(cls, site, Divergence(cls, label, {"a": a, "b": bv}), inst, label=label, kind="program")
+                    Candidate(
+                        cls,
+                        site,
+                        Divergence(cls, label, {"a": a, "b": bv}),
+                        inst,
+                        runs=runs,
+                        label=label,
+                        kind="program",
+                    )
                 )
             else:
                 unjudged.append(site)
@@ -364,7 +373,7 @@ class Localizer:
                     continue
                 if producer is not None and producer.params_after:
                     continue  # after a step: the step's own labels say it
-                candidates.append(Candidate(cls, producer, d, inst, label=label, kind="program"))
+                candidates.append(Candidate(cls, producer, d, inst, runs=runs, label=label, kind="program"))
                 break
         # A divergence a replay localized explains what follows from it: a backward's gradients,
         # a later observation (they are not causes of their own).
@@ -481,8 +490,18 @@ class Localizer:
     def _settle(self, cand: Candidate, judged: Judged, found: set[str]) -> None:
         d = cand.divergence
         known_id = known.match(d, cand.context)
+        if known_id == known.OMITTED_DEFAULTS and cand.replay is not None and cand.site is not None:
+            # The documented fix, tried: the omitted attributes given torch's defaults. A divergence
+            # that stays is not that difference (and the replay with them given is the case).
+            fixed = self._with_torch_defaults(cand)
+            if fixed is not None and self._still(cand, fixed) is True:
+                cand.replay = cand.context = fixed
+                known_id = None
         if known_id is not None:
             judged.divergences[f"known:{known_id}"] += 1
+            return
+        if cand.kind == "program" and cand.oracle in ("values", "grads") and self._chaotic(cand):
+            judged.filtered["chaotic"] += 1
             return
         judged.divergences[f"new:{cand.oracle}"] += 1
         oracle, op, attrs, region, side = self._classify(cand)
@@ -616,6 +635,44 @@ class Localizer:
         except ValueError:
             return None
 
+    def _chaotic(self, cand: Candidate) -> bool:
+        """A divergence no statement explains, in a program that trains: does torch differ from
+        itself when the params start nudged by one part in 1e6? Then the dynamics amplify
+        float32 noise (a parameter oscillating at the kink of abs, say) and it says nothing about
+        burn."""
+        if cand.runs is None or cand.label is None:
+            return False
+        if not any(s.op in ("repeat", OPTIMIZER_STEP) for s in walk(cand.context.body)):
+            return False
+        base = observations(cand.runs[0]).get(cand.label)
+        if base is None:
+            return False
+        ir = ir_of(cand.context)
+        nudged = []
+        for factor in NUDGES:
+            tensors = [
+                {**t, "data": [x * (1 + factor) for x in t["data"]]} if t["role"] == "param" else t
+                for t in ir["tensors"]
+            ]
+            nudged.append({**ir, "tensors": tensors})
+        key = "grad" if cand.oracle == "grads" else "values"
+        for result in self.pool.run_many(nudged, (("torch", "float32"),))[("torch", "float32")]:
+            again = observations(result).get(cand.label)
+            if again is None or compare(base.get(key), again.get(key), None) == "differ":
+                return True
+        return False
+
+    def _with_torch_defaults(self, cand: Candidate) -> ParsedProgram | None:
+        assert cand.replay is not None and cand.site is not None
+        if cand.kind == "step":
+            stmt = next((s for s in walk(cand.replay.body) if OPS[s.op].result == "optimizer"), None)
+        else:
+            stmt = next((s for s in walk(cand.replay.body) if s.op == cand.site.op), None)
+        if stmt is None:
+            return None
+        given = known.differing_defaults(OPS[stmt.op].attrs, stmt.attrs)
+        return self._variant(cand, {**stmt.attrs, **given}) if given else None
+
     def _region(self, cand: Candidate) -> str:
         """Where in the input space the divergence shows: the replay on fixed inputs."""
         assert cand.replay is not None and cand.site is not None
@@ -674,7 +731,12 @@ class Localizer:
                 trimmed = _without_gradient(program)
                 if trimmed is not None:
                     program = trimmed
-            return program, 0, cand.label
+            label = cand.label
+            if cand.kind == "step" and cand.label is not None:
+                alone = _one_param(program, cand.label)  # its param is p0
+                if alone is not None and self._still(replace(cand, label="p0"), alone) is True:
+                    program, label = alone, "p0"
+            return program, 0, label
         if not self.shrink:
             return judged.program, 0, cand.label
         return self._shrink(judged.program, judged.index, signature, cand.label)
@@ -783,6 +845,20 @@ def _without_gradient(program: ParsedProgram) -> ParsedProgram | None:
             {"tensors": tensors, "modules": [m.model_dump() for m in program.modules], "body": []}
         )
         return renumber(base, keep)
+    except ValueError:
+        return None
+
+
+def _one_param(program: ParsedProgram, label: str) -> ParsedProgram | None:
+    """A step replay with the one param whose values differ (and its gradient) only."""
+    optimizer = next((s for s in program.body if OPS[s.op].result == "optimizer"), None)
+    by_name = {t.name: t for t in program.tensors}
+    param, grad = by_name.get(label), by_name.get("g" + label.removeprefix("p"))
+    if optimizer is None or param is None or grad is None or param.values is None or grad.values is None:
+        return None
+    arg = Arg(tuple(param.shape), "float", list(param.values))
+    try:
+        return step_replay(optimizer, {label: (arg, list(grad.values))}).model_copy()
     except ValueError:
         return None
 

@@ -44,6 +44,9 @@ NICE_BY_NAME: dict[str, tuple[float, ...]] = {
     "beta2": (0.999, 0.99),
     "eps": (1e-8, 1e-6),
     "label_smoothing": (0.1, 0.5),
+    "alpha": (0.99, 0.9),
+    "clip_grad_norm": (1.0, 0.5),
+    "clip_grad_value": (1.0, 0.5),
 }
 
 
