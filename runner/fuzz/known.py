@@ -199,6 +199,26 @@ def _torch_refuses(d: Divergence, program: Program) -> bool:
     )
 
 
+def _burn_panics_at(op: str) -> Callable[[Divergence, Program], bool]:
+    def matches(d: Divergence, program: Program) -> bool:
+        return d.cls == "status" and d.detail.get("burn_outcome") == "panic" and d.detail.get("op") == op
+
+    return matches
+
+
+def _bce_soft_targets(d: Divergence, program: Program) -> bool:
+    """BCE with logits against targets that are not 0 or 1: burn's loss takes integer targets."""
+    return d.cls in ("values", "grads") and any(s.op == "binary_cross_entropy_with_logits" for s in _stmts(program))
+
+
+def _clamp_min_above_max(d: Divergence, program: Program) -> bool:
+    def inverted(s: Stmt) -> bool:
+        low, high = s.attrs.get("min"), s.attrs.get("max")
+        return isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high
+
+    return d.cls in ("values", "grads") and any(s.op == "clamp" and inverted(s) for s in _stmts(program))
+
+
 TORCH_REFUSALS = (
     "a leaf Variable that requires grad is being used in an in-place operation",
     "Nesterov momentum requires a momentum and zero dampening",
@@ -270,6 +290,30 @@ REGISTRY: tuple[Known, ...] = (
         "SGD's nesterov without momentum",
         "tests/test_fuzz.py::test_what_torch_refuses_and_burn_accepts_is_a_known_difference",
         _torch_refuses,
+    ),
+    Known(
+        "squeeze-non-singleton-panics",
+        "squeeze of a dim whose size is not 1: a no-op in torch, a panic in burn",
+        "squeeze_non_singleton",
+        _burn_panics_at("squeeze"),
+    ),
+    Known(
+        "smooth-l1-panics",
+        "smooth L1 with beta = 0: the L1 loss in torch, a panic in burn",
+        "smooth_l1_beta_zero",
+        _burn_panics_at("smooth_l1_loss"),
+    ),
+    Known(
+        "bce-soft-targets",
+        "BCE with logits and soft targets: burn's loss takes integer targets",
+        "bce_soft_targets",
+        _bce_soft_targets,
+    ),
+    Known(
+        "clamp-min-above-max",
+        "clamp with min > max: every element becomes max in torch, min in burn",
+        "clamp_edges",
+        _clamp_min_above_max,
     ),
     Known(
         "burn-unsupported",
