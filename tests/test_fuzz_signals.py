@@ -1,7 +1,8 @@
 """The fuzzer's process controls and its files, with the real frameworks (issue 21, items 4, 8, 9):
 
 - an output place that cannot be written is refused before the first program runs;
-- SIGKILL of `fuzz` takes its workers along (they die with the runner: PR_SET_PDEATHSIG);
+- SIGKILL of `fuzz` takes its shards and their workers along (each dies with the process that
+  started it: PR_SET_PDEATHSIG);
 - SIGTERM (and a second one during the cleanup) stops it the way Ctrl-C does: exit 143, no
   worker left, and a `fuzz.json` marked partial with what it found until then.
 """
@@ -61,6 +62,28 @@ def workers_of(proc: subprocess.Popen[str], count: int = 2, timeout: float = 120
     raise AssertionError("the fuzz workers did not start")
 
 
+def descendants(pid: int) -> list[int]:
+    found = []
+    for kid in children(pid):
+        found += [kid, *descendants(kid)]
+    return found
+
+
+def grandchildren_of(proc: subprocess.Popen[str], timeout: float = 120) -> list[int]:
+    """Every process under the campaign, once its shards have started their own workers."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = children(proc.pid)
+        everyone = descendants(proc.pid)
+        if len(everyone) > len(kids) + 1:
+            time.sleep(1.0)
+            return descendants(proc.pid)
+        if proc.poll() is not None:
+            raise AssertionError(f"fuzz ended early ({proc.returncode}): {proc.communicate()[1][-2000:]}")
+        time.sleep(0.1)
+    raise AssertionError("the shards' workers did not start")
+
+
 def test_an_output_place_that_cannot_be_written_is_refused_before_anything_runs(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
@@ -74,7 +97,8 @@ def test_an_output_place_that_cannot_be_written_is_refused_before_anything_runs(
 @pytest.mark.slow
 def test_sigkill_of_fuzz_takes_its_workers_along(tmp_path):
     proc = fuzz(tmp_path, "--out", str(tmp_path / "out"), "--budget", "300")
-    kids = workers_of(proc)
+    workers_of(proc)
+    kids = grandchildren_of(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     assert all(gone(k, timeout=10) for k in kids), [k for k in kids if alive(k)]
@@ -85,7 +109,8 @@ def test_sigkill_of_fuzz_takes_its_workers_along(tmp_path):
 def test_sigterm_stops_fuzz_keeps_what_it_found_and_leaves_no_worker(tmp_path, twice):
     out = tmp_path / "out"
     proc = fuzz(tmp_path, "--out", str(out), "--budget", "300")
-    kids = workers_of(proc)
+    workers_of(proc)
+    kids = grandchildren_of(proc)  # the shards and their own workers: none may outlive the campaign
     proc.send_signal(signal.SIGTERM)
     if twice:
         time.sleep(0.05)

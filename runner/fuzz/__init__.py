@@ -1,14 +1,17 @@
-"""Differential fuzzing: generated programs (hypothesis strategies, so that
-shrinking comes with them) run under both interpreters; every divergence is
-filtered for false positives, matched against the known differences, and a
-new one is shrunk to a minimal program and written as a case file with
-standalone PyTorch and Rust reproducers.
+"""Differential fuzzing that reports root causes: generated programs run under both
+interpreters, every divergence is localized to the statement where it starts (a replay of
+that statement alone on the recorded inputs), filtered for false positives, matched against
+the known differences, and each new root cause is written once, as a case file with its
+minimal program and standalone PyTorch and Rust reproducers.
 
-- `generate`: the strategies (well-typed programs, shapes consistent by construction)
-- `pool`, `worker`: persistent worker processes, many programs each, crash-proof
-- `judge`: divergences between the runs, with the false-positive filters
+- `rules`, `generate`: programs from the operation table (a rule registry for what the table
+  cannot say)
+- `pool`, `worker`: persistent worker processes, programs in batches, crash-proof
+- `judge`: the comparisons and their false-positive filters
+- `instrument`, `replay`, `localize`: where a divergence starts, and its root cause
 - `known`: the registry of documented differences
-- `record`: found cases and reproducers
-- `campaign`: the search loop, coverage and throughput
+- `campaign`, `shard`: one shard's search; `jobs`, `cluster`: shards on this machine or a Dask
+  cluster, merged
+- `record`: the case files and reproducers
 - `command`: `burn-torch-diff fuzz`
 """

@@ -1,5 +1,9 @@
 """Divergences between a program's torch run and its burn run, with the
-false-positive filters stated and counted.
+false-positive filters stated and counted. The campaign compares label by label
+with the same tolerance and filters (`localize.compare`); the `chaotic` and
+`amplified` filters below are what its replays now settle (a statement replayed
+alone on identical inputs agrees when a program only amplified float32 noise),
+and the float64 gradient check (`gradcheck`) is kept for programs judged one by one.
 
 Classes:
 

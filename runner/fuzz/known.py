@@ -10,11 +10,14 @@ case or an issue that explains it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..contract.ops import MODULES, OMITTED, OPS, AttrSpec, AttrValue
 from ..program.ir import ParsedProgram, Stmt, walk
 from .judge import Divergence
+
+OMITTED_DEFAULTS = "omitted-default-differs"
 
 Program = ParsedProgram
 
@@ -78,18 +81,58 @@ def _message(d: Divergence, side: str, text: str) -> bool:
     return d.cls == "status" and text in str(d.detail.get(f"{side}_message") or "")
 
 
+def _after_step(program: Program, label: str | None) -> bool:
+    """The label's observation comes after an optimizer step (in program order)."""
+    stepped = False
+    for s in _stmts(program):
+        if s.op == "step":
+            stepped = True
+        if s.op == "observe" and s.attrs.get("label") == label:
+            return stepped
+    return False
+
+
 def _step_consumes(d: Divergence, program: Program) -> bool:
     return (
         d.cls == "grads"
-        and str(d.label or "").endswith(" after step")
         and d.detail.get("b") == "none"
         and d.detail.get("a") != "none"
+        and (str(d.label or "").endswith(" after step") or _after_step(program, d.label))
     )
+
+
+def differing_defaults(specs: tuple[AttrSpec, ...], given: Mapping[str, object]) -> dict[str, AttrValue]:
+    """The attributes a statement (or module declaration) omits whose documented defaults differ
+    between the frameworks, with torch's: the documented fix is to give them."""
+    out: dict[str, AttrValue] = {}
+    for a in specs:
+        if a.default is OMITTED and a.name not in given and a.torch_default is not None:
+            if a.burn_default is not None and a.torch_default != a.burn_default:
+                out[a.name] = a.torch_default
+    return out
+
+
+def _omitted_default_differs(d: Divergence, program: Program) -> bool:
+    """Values or gradients where the program omits an attribute whose defaults differ (SGD's
+    dampening, Adam's eps, AdamW's weight decay, RMSprop's momentum, MultiheadAttention's dropout):
+    each framework applies its own, as a port that omits it gets."""
+    if d.cls not in ("values", "grads"):
+        return False
+    if any(differing_defaults(OPS[s.op].attrs, s.attrs) for s in _stmts(program)):
+        return True
+    return any(differing_defaults(MODULES[m.kind].attrs, m.attrs) for m in program.modules)
+
+
+def _burn_unsupported(d: Divergence, program: Program) -> bool:
+    """burn's outcome is `unsupported`: a construct the operation table says burn 0.22.1 has no
+    equivalent for (an operation, an attribute value, operands of unequal rank)."""
+    return d.cls == "status" and d.detail.get("burn_outcome") == "unsupported"
 
 
 def _clone_of_param(d: Divergence, program: Program) -> bool:
     """The label's tensor is a param through clones only (and in-place require_grad)."""
-    return d.cls == "grads" and _label_tensor(program, d.label) in _param_aliases(program)
+    tensor = _label_tensor(program, d.label)
+    return d.cls == "grads" and tensor in _param_aliases(program) - _params(program)
 
 
 def _graph_kept_grows(d: Divergence, program: Program) -> bool:
@@ -140,6 +183,46 @@ def _self_division_under_adam(d: Divergence, program: Program) -> bool:
     if d.cls != "values" or not any(s.op == "adam" for s in stmts):
         return False
     return any(s.op == "div" and len(s.args) == 2 and s.args[0] == s.args[1] for s in stmts)
+
+
+def _torch_refuses(d: Divergence, program: Program) -> bool:
+    """torch raises where burn's port goes on: an in-place change of a leaf that requires grad
+    (burn's `param.map` makes it a non-leaf that no longer requires grad), or SGD's Nesterov
+    without momentum (the port builds no momentum at momentum 0, so nesterov has nothing to
+    change). The operation table's burn column says both."""
+    message = str(d.detail.get("torch_message") or "")
+    return (
+        d.cls == "status"
+        and d.detail.get("torch_outcome") == "error"
+        and d.detail.get("burn_outcome") == "ok"
+        and any(text in message for text in TORCH_REFUSALS)
+    )
+
+
+def _burn_panics_at(op: str) -> Callable[[Divergence, Program], bool]:
+    def matches(d: Divergence, program: Program) -> bool:
+        return d.cls == "status" and d.detail.get("burn_outcome") == "panic" and d.detail.get("op") == op
+
+    return matches
+
+
+def _bce_soft_targets(d: Divergence, program: Program) -> bool:
+    """BCE with logits against targets that are not 0 or 1: burn's loss takes integer targets."""
+    return d.cls in ("values", "grads") and any(s.op == "binary_cross_entropy_with_logits" for s in _stmts(program))
+
+
+def _clamp_min_above_max(d: Divergence, program: Program) -> bool:
+    def inverted(s: Stmt) -> bool:
+        low, high = s.attrs.get("min"), s.attrs.get("max")
+        return isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high
+
+    return d.cls in ("values", "grads") and any(s.op == "clamp" and inverted(s) for s in _stmts(program))
+
+
+TORCH_REFUSALS = (
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "Nesterov momentum requires a momentum and zero dampening",
+)
 
 
 REGISTRY: tuple[Known, ...] = (
@@ -193,6 +276,50 @@ REGISTRY: tuple[Known, ...] = (
         "the gradient of p / p is exactly 0 in torch and one rounding error in burn; Adam makes that a full step",
         "values-repeat-div-sum-zero-grad-backward-step-d8175c05",
         _self_division_under_adam,
+    ),
+    Known(
+        OMITTED_DEFAULTS,
+        "an omitted attribute whose defaults differ (SGD's dampening 0 vs 0.1, Adam's eps 1e-8 vs 1e-5, "
+        "AdamW's weight decay, RMSprop's momentum, MultiheadAttention's dropout): each framework uses its own",
+        "optimizers_100_steps, adamw_defaults, rmsprop_defaults, mha_dropout_default",
+        _omitted_default_differs,
+    ),
+    Known(
+        "torch-refuses-what-the-port-accepts",
+        "torch raises where burn's port goes on: add_scalar_ of a param (a leaf that requires grad), "
+        "SGD's nesterov without momentum",
+        "tests/test_fuzz.py::test_what_torch_refuses_and_burn_accepts_is_a_known_difference",
+        _torch_refuses,
+    ),
+    Known(
+        "squeeze-non-singleton-panics",
+        "squeeze of a dim whose size is not 1: a no-op in torch, a panic in burn",
+        "squeeze_non_singleton",
+        _burn_panics_at("squeeze"),
+    ),
+    Known(
+        "smooth-l1-panics",
+        "smooth L1 with beta = 0: the L1 loss in torch, a panic in burn",
+        "smooth_l1_beta_zero",
+        _burn_panics_at("smooth_l1_loss"),
+    ),
+    Known(
+        "bce-soft-targets",
+        "BCE with logits and soft targets: burn's loss takes integer targets",
+        "bce_soft_targets",
+        _bce_soft_targets,
+    ),
+    Known(
+        "clamp-min-above-max",
+        "clamp with min > max: every element becomes max in torch, min in burn",
+        "clamp_edges",
+        _clamp_min_above_max,
+    ),
+    Known(
+        "burn-unsupported",
+        "a construct burn 0.22.1 has no equivalent for (the operation table's burn column): outcome unsupported",
+        "tests/test_fuzz.py::test_burn_unsupported_is_a_known_difference",
+        _burn_unsupported,
     ),
     Known(
         "clone-of-param-is-the-param",

@@ -75,6 +75,23 @@ class _Worker:
         self.stdin.flush()
         return self.next_id
 
+    def send_many(self, programs: list[dict[str, Any]], dtype: str) -> int:
+        """One request for many programs: the worker runs them in one call (burn: `run_programs`).
+        Written by a thread: a request larger than the pipe's buffer must not block the sender
+        while the worker is still busy with the previous one."""
+        self.next_id += 1
+        line = json.dumps({"id": self.next_id, "programs": programs, "dtype": dtype}) + "\n"
+
+        def feed() -> None:
+            try:
+                self.stdin.write(line)
+                self.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the worker died: its answer never comes, and the batch is rerun
+
+        threading.Thread(target=feed, daemon=True).start()
+        return self.next_id
+
     def stderr_tail(self) -> str:
         self.stderr.seek(0, os.SEEK_END)
         size = self.stderr.tell()
@@ -120,11 +137,12 @@ class WorkerPool:
         self.timeouts = 0
 
     def _worker(self, framework: str) -> _Worker:
+        """The worker for `framework`, or for a second lane of it (`torch:float64`: the reference
+        runs in a worker of its own, beside the float32 one)."""
         worker = self.workers.get(framework)
         if worker is None or worker.proc.poll() is not None:
-            worker = self.workers[framework] = _Worker(
-                framework, self.commands.get(framework), self.env, self.memory_mib
-            )
+            fw = framework.split(":", 1)[0]
+            worker = self.workers[framework] = _Worker(fw, self.commands.get(fw), self.env, self.memory_mib)
         return worker
 
     def _drop(self, framework: str, worker: _Worker | None = None) -> None:
@@ -214,6 +232,43 @@ class WorkerPool:
             results[i] = answer["result"]
         feeder.join(timeout=5)
         return [r if r is not None else _failure("crash", "lost") for r in results]
+
+    def run_many(
+        self,
+        programs: list[dict[str, Any]],
+        runs: tuple[tuple[str, str], ...] = (("torch", "float32"), ("burn", "float32")),
+    ) -> dict[tuple[str, str], list[Result]]:
+        """Every program under each (framework, dtype) of `runs`, batched: one request per run
+        and framework, the frameworks' workers busy at once (a framework's second run is sent
+        behind its first). A batch whose worker dies or hangs is run again one program at a
+        time, each in a fresh worker, so the culprit is named and the others keep their results."""
+        if not programs:
+            return {run: [] for run in runs}
+        sent: list[tuple[tuple[str, str], _Worker, int]] = []
+        lanes: dict[str, int] = {}
+        for fw, dtype in runs:
+            lanes[fw] = lanes.get(fw, 0) + 1
+            lane = fw if lanes[fw] == 1 else f"{fw}:{dtype}"
+            worker = self._worker(lane)
+            try:
+                sent.append(((fw, dtype), worker, worker.send_many(programs, dtype)))
+            except (BrokenPipeError, OSError):
+                self._drop(lane)
+                worker = self._worker(lane)
+                sent.append(((fw, dtype), worker, worker.send_many(programs, dtype)))
+        out: dict[tuple[str, str], list[Result]] = {}
+        # A batch's deadline: the per-program timeout, twice (batches are small and fast; a hang
+        # costs this once, then the per-program reruns find it).
+        deadline = time.monotonic() + 2 * self.timeout_s
+        for (fw, dtype), worker, request in sent:
+            answer = self._read(worker, deadline)
+            if answer is not None and answer.get("id") == request and len(answer.get("results", ())) == len(programs):
+                out[(fw, dtype)] = answer["results"]
+                continue
+            lane = next(k for k, w in self.workers.items() if w is worker) if worker in self.workers.values() else fw
+            self._drop(lane, worker)
+            out[(fw, dtype)] = [self._single(fw, p, dtype) for p in programs]
+        return out
 
     def _single(self, framework: str, program: dict[str, Any], dtype: str) -> Result:
         return self.run_pair(program, (framework,), dtype)[framework]

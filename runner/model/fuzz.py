@@ -47,7 +47,10 @@ class KnownDifference(Model):
 
 
 class FoundEntry(Model):
-    """A new divergence the campaign wrote as a case file, with its reproducers."""
+    """A root cause the campaign wrote as a case file, with its reproducers.
+
+    Its `signature` is `oracle:operation[.attributes]:region:side` (`values:tanh:|x|>=3:burn`);
+    `class` is the oracle. Summaries written before root causes have only the first fields."""
 
     model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)
 
@@ -60,6 +63,16 @@ class FoundEntry(Model):
     case: Text  # the case file
     torch: Text = ""  # the PyTorch reproducer (or why it was not written)
     rust: Text = ""  # the Rust reproducer's crate (or why it was not written)
+    op: Text | None = None  # the operation it is attributed to
+    attributes: Text = ""  # the attributes that matter
+    region: Text = ""  # where in the input space it shows (`all`, `|x|>=3`, `recorded`, ...)
+    side: Text = ""  # the side farther from float64 (burn, torch, both)
+    statement: NonNegativeInt | None = None  # the statement of the generated program it starts at
+    words: Text = ""  # what was observed, in words and numbers
+    statements: NonNegativeInt = 0  # statements of the case's minimal program (observations left out)
+    generated_statements: NonNegativeInt = 0  # statements of the generated program
+    first_program: NonNegativeInt | None = None  # the campaign's first program that showed it
+    programs: NonNegativeInt = 0  # the campaign's programs that showed it
 
 
 class FuzzDocument(Model):
@@ -71,6 +84,14 @@ class FuzzDocument(Model):
     seconds: NonNegativeMeasure = 0.0
     programs: NonNegativeInt = 0
     programs_per_second: NonNegativeMeasure = 0.0
+    # Programs every statement of which was judged: compared with agreeing inputs, or replayed
+    # alone (a known difference no longer hides the rest of its program).
+    fully_judged: NonNegativeInt = 0
+    replays: NonNegativeInt = 0  # statements replayed alone
+    jobs: NonNegativeInt = 1  # shards that ran (local processes, or the cluster's worker threads)
+    cluster: Text | None = None  # the Dask scheduler's address, for a campaign across machines
+    shrink: bool = True
+    shard_failures: list[Text] = []
     shrink_evaluations: NonNegativeInt = 0
     outcomes: Counts = {}  # "torch outcome/burn outcome" -> programs
     divergences: Divergences = Divergences()

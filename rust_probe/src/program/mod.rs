@@ -12,6 +12,8 @@ pub mod compile;
 pub mod defaults;
 pub mod families;
 pub mod ir;
+#[cfg(feature = "mutants")]
+pub mod mutants;
 pub mod ops;
 pub mod p10_ir;
 pub mod value;
@@ -313,7 +315,11 @@ fn build_optimizer(config: &OptimizerConfig) -> ModuleOptimizer {
                 }
                 c = c.with_momentum(Some(momentum));
             }
-            c = c.with_weight_decay(weight_decay(a.weight_decay));
+            #[cfg(feature = "mutants")]
+            let penalty = a.weight_decay.map(mutants::sgd_weight_decay);
+            #[cfg(not(feature = "mutants"))]
+            let penalty = a.weight_decay;
+            c = c.with_weight_decay(weight_decay(penalty));
             if clipping.is_some() {
                 c = c.with_gradient_clipping(clipping);
             }

@@ -37,6 +37,11 @@ pub enum Unary {
 /// reductions); `transpose` flips it without a burn operation when it is set;
 /// `sum_dim` materializes it first.
 pub fn unary(op: Unary, v: TensorValue) -> TensorValue {
+    #[cfg(feature = "mutants")]
+    let v = match crate::program::mutants::unary(op, v) {
+        crate::program::mutants::Mutated::Result(mutated) => return mutated,
+        crate::program::mutants::Mutated::Unchanged(v) => v,
+    };
     let flag = v.transposed;
     let keep = |t: Dyn| TensorValue {
         t,
