@@ -52,9 +52,9 @@ from .argtypes import noise_controls, path, positive_int
 from .engine import request_for
 from .errors import ExitCode
 from .execute import execute
-from .fmt import value_text
 from .model.case import Case, RunRef
 from .terminal import table
+from .wording import value_text
 
 FACTORS = (1.1, 1.25, 1.5, 2.0)
 RULE_RUNS = ("burn/without", "torch/detach", "torch/ema-only")

@@ -23,10 +23,10 @@ import time
 from typing import Any, TextIO
 
 from .escape import terminal
-from .fmt import flag, outcome_text, value_text
 from .model.case import Case
 from .model.results import RunRecord
 from .statusline import LOCK, StatusLine, is_terminal
+from .wording import flag, outcome_text, value_text
 
 
 def checkpoint_line(framework: str, mode: str, c: dict[str, Any]) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from .escape import terminal
-from .fmt import (
+from .harm import case_standing, headline
+from .model.results import CaseInfo, ResultsDocument
+from .wording import (
     flag,
     gflops_text,
     measurement_text,
@@ -21,8 +23,6 @@ from .fmt import (
     slope_text,
     value_text,
 )
-from .harm import case_standing, headline
-from .model.results import CaseInfo, ResultsDocument
 
 
 def table(rows: list[list[str]]) -> str:

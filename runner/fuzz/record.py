@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_text
-from ..fmt import short
 from ..model.case import UNJUDGED_FIX
 from ..program import data as program_data
 from ..program import render_torch, syntax
 from ..program.ir import ParsedProgram, walk
 from ..program.rust.crate import write_reproducer
+from ..wording import short
 from .generate import LOOP_ITERATIONS
 from .instrument import instrument
 from .judge import GROWS, GROWTH_WARMUP, GROWTH_WINDOW

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import compare
-from ..fmt import observed_text, panic_text, value_text
 from ..model.results import ResultsDocument, RunKey, RunRecord, Verdict
+from ..wording import observed_text, panic_text, value_text
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import versions
-from ..fmt import outcome_text, short, value_text
 from ..harm import Standing, standing
 from ..model.results import CaseInfo, ClaimKey, RunRecord, Verdict
+from ..wording import outcome_text, short, value_text
 from .code import ProgramCode, program_code
 from .machines import MachineResults
 from .pairs import Pair, side_key

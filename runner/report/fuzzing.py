@@ -13,10 +13,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import BadInput
-from ..fmt import short
 from ..inputs import read_json
 from ..model.base import describe_errors
 from ..model.fuzz import FoundEntry, FuzzDocument
+from ..wording import short
 
 DEFAULT = Path("reports") / "fuzz" / "fuzz.json"
 # A fuzz summary is a few KiB; far more is not one.

@@ -6,8 +6,8 @@ expectations that do not hold."""
 
 from __future__ import annotations
 
-from ..fmt import observed_text, value_text
 from ..harm import Harm, agreements_text, by_kind, differences_text
+from ..wording import observed_text, value_text
 from .differences import ROLE_AGREEMENT, ROLE_DIFFERENCE, ROLE_FIX, Difference, Fact, PairEvidence, slug
 from .html_base import code_pair, esc, holds_text, prose, verdict
 from .model import Report

@@ -6,8 +6,8 @@ observations; the pair tables and checkpoints behind disclosures."""
 
 from __future__ import annotations
 
-from ..fmt import gflops_text, outcome_text, repeated, slope_text, value_text
 from ..model.results import CaseInfo, RunRecord
+from ..wording import gflops_text, outcome_text, repeated, slope_text, value_text
 from . import svg
 from .code import program_code
 from .differences import slug, summarize

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..fmt import value_text
 from ..model.results import RunKey
+from ..wording import value_text
 from . import svg
 from .html_base import BURN, TORCH, esc, num, table
 from .machines import MachineResults

@@ -11,8 +11,8 @@ box to the tables, and opens every disclosure for printing."""
 from __future__ import annotations
 
 from ..errors import ExitCode
-from ..fmt import observed_text, value_text
 from ..model.results import CaseInfo
+from ..wording import observed_text, value_text
 from . import html_cards, html_details, html_fuzz, html_history, html_operations
 from .differences import slug
 from .html_base import CSS, SCRIPT, esc, table, verdict

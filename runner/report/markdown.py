@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from ..fmt import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
 from ..harm import Harm
+from ..wording import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
 from . import fuzzing, operations
 from .changes import expectation_name
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence

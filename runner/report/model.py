@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from ..compare import RULE
 from ..errors import ExitCode
-from ..fmt import outcome_text, value_text
 from ..harm import Harm, headline
 from ..model.results import ClaimKey, Provenance, RunKey, RunRecord, Verdict
+from ..wording import outcome_text, value_text
 from .changes import Change
 from .differences import Difference
 from .fuzzing import FuzzSection

@@ -15,8 +15,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from ..errors import BadInput
-from ..fmt import outcome_text
 from ..model.results import ClaimKey, ResultsDocument, RunKey, RunRecord
+from ..wording import outcome_text
 from .history import History, stamp_of
 from .machines import MachineResults, fingerprint, utc
 
