@@ -274,7 +274,7 @@ REGISTRY: tuple[Known, ...] = (
     Known(
         "self-division-gradient-under-adam",
         "the gradient of p / p is exactly 0 in torch and one rounding error in burn; Adam makes that a full step",
-        "values-repeat-div-sum-zero-grad-backward-step-d8175c05",
+        "div-self-gradient-not-zero-under-adam",
         _self_division_under_adam,
     ),
     Known(
