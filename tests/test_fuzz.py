@@ -29,6 +29,7 @@ from runner.fuzz.rules import RULES, generated_ops, generic_applies
 from runner.model.fuzz import FuzzDocument
 from runner.model.results import RawRun, from_data
 from runner.program import data, syntax
+from runner.program.ir import walk
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,6 +155,15 @@ KNOWN_PROGRAMS = {
     # found by `fuzz --seed 31`: frozen inside the loop, the second backward has nothing to differentiate
     "refusal-is-a-panic": "p = param(1)\nopt = sgd(lr=0.1)\nfor i in range(3):\n    y = exp(p)\n    freeze(p)\n"
     "    loss = sum(y)\n    zero_grad(opt)\n    backward(loss)\n    step(opt)\nobserve(p)",
+    # root causes of `fuzz --seed 9001 --max-programs 2000` and two 30-minute campaigns, judged
+    "clip-grad-norm-per-param": "p = param(4)\nq = param(4)\nopt = sgd(lr=0.1, clip_grad_norm=0.5)\n"
+    "for i in range(3):\n    a = sum(p * 3.0)\n    b = sum(q * 4.0)\n    loss = a + b\n    zero_grad(opt)\n"
+    "    backward(loss)\n    step(opt)\nobserve(p)\nobserve(q)",
+    "flatten-of-1d-is-the-input": "p = param(4)\nf = flatten(p)\nloss = sum(f * f)\nbackward(loss)\nobserve(f)",
+    "squeeze-to-scalar-keeps-the-param": "p = param(1)\ns = squeeze(p, -1)\nloss = mean(s)\nbackward(loss)\nobserve(s)",
+    "bce-target-not-differentiated": "x = param(4)\nt = param(4, init='uniform')\n"
+    "loss = binary_cross_entropy_with_logits(x, t)\nbackward(loss)\ng = grad(t)\nobserve(g)",
+    "clip-grad-value-without-gradients": "p = param(4)\nopt = sgd(lr=0.1, clip_grad_value=0.5)\nstep(opt)\nobserve(p)",
 }
 
 
@@ -177,15 +187,78 @@ def test_each_documented_difference_is_recognised_as_known(pool, known_id):
     [
         "p = param(3)\nadd_scalar_(p, 1.5)\nobserve(p)",
         "p = param(3)\nopt = sgd(lr=0.1, nesterov=True)\nloss = sum(p * p)\nbackward(loss)\nstep(opt)\nobserve(p)",
+        # torch refuses the optimizer; burn goes on and panics later, at a backward torch never reached
+        "p = param(1)\nopt = sgd(lr=0.01, nesterov=True)\nfreeze(p)\nloss = sum(p)\nbackward(loss)\nobserve(p)",
     ],
-    ids=["add_scalar_-of-a-param", "nesterov-without-momentum"],
+    ids=["add_scalar_-of-a-param", "nesterov-without-momentum", "burn-fails-later"],
 )
 def test_what_torch_refuses_and_burn_accepts_is_a_known_difference(pool, source):
     """Found by `fuzz --seed 9001` (issue 20): torch raises, burn's port goes on, as the
     operation table's burn column documents (add_scalar_, sgd)."""
     judged = Localizer(pool).judge([(0, syntax.parse(source, where="t"))])[0]
-    assert judged.outcomes == "error/ok"
+    assert judged.outcomes in ("error/ok", "error/panic")
     assert "known:torch-refuses-what-the-port-accepts" in judged.divergences and not judged.causes
+
+
+def test_a_view_taken_by_unsqueeze_follows_the_step_in_torch_only(pool):
+    """Found by `fuzz --seed 9001`: a view of a param taken in the loop and observed after it is
+    the param after the last step in torch (a view), before it in burn (a value)."""
+    source = (
+        "p = param(4, 3)\nopt = adam(lr=0.01)\nfor i in range(5):\n    v = unsqueeze(p, -1)\n"
+        "    loss = mean(v)\n    zero_grad(opt)\n    backward(loss)\n    step(opt)\nobserve(v)"
+    )
+    judged = Localizer(pool).judge([(0, syntax.parse(source, where="t"))])[0]
+    assert "known:view-of-param-follows-the-step" in judged.divergences, dict(judged.divergences)
+    assert not judged.causes, [c.signature for c in judged.causes]
+
+
+def test_clipping_by_norm_is_known_with_several_params_only():
+    """burn clips each param's gradient by its own norm, torch by one norm over all: known when an
+    optimizer clips by norm and there is more than one param (with one, both norms are the same)."""
+    d = Divergence("values", "p", {"a": [1.0], "b": [2.0]})
+    two = syntax.parse(
+        "p = param(2)\nq = param(2)\nopt = sgd(lr=0.1, dampening=0.0, clip_grad_norm=1.0)\nobserve(p)", where="t"
+    )
+    one = syntax.parse("p = param(2)\nopt = sgd(lr=0.1, dampening=0.0, clip_grad_norm=1.0)\nobserve(p)", where="t")
+    by_value = syntax.parse(
+        "p = param(2)\nq = param(2)\nopt = sgd(lr=0.1, dampening=0.0, clip_grad_value=1.0)\nobserve(p)", where="t"
+    )
+    assert known.match(d, two) == known.CLIP_NORM
+    assert known.match(d, one) is None and known.match(d, by_value) is None
+
+
+def test_a_gradient_that_differs_only_at_a_kink_explains_the_program(pool):
+    """Found by `fuzz --seed 9001` (signatures `grads:backward.in-program`, `grads:program.in-program`):
+    leaky_relu at exactly 0 has gradient 0.01 in torch and 1 in burn; its replay is filtered as a
+    kink, and the program's gradients that follow from it are not a root cause of their own."""
+    source = (
+        "p0 = param(3, values=[0.0, 1.0, -1.0])\nv2 = leaky_relu(p0)\nv6 = leaky_relu(v2)\nv8 = abs(v2)\n"
+        "l = mean(v6)\nm = mean(v8)\nloss = l + m\nbackward(loss)\nobserve(p0)"
+    )
+    judged = Localizer(pool).judge([(0, syntax.parse(source, where="t"))])[0]
+    assert judged.filtered["kink"] >= 1, dict(judged.filtered)
+    assert not judged.causes, [c.signature for c in judged.causes]
+
+
+def test_pooling_is_generated_on_images_only():
+    """burn's 2-d pooling takes [N, C, H, W]: the generator gives the pools nothing else (it gave
+    them rank-2 and rank-3 operands, reported as `status:adaptive_avg_pool2d.ok-error`). Each
+    program with a pool runs in the burn interpreter without that refusal."""
+    from runner import _probe
+
+    pools = {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}
+    seen = 0
+    for i in range(300):
+        program = program_at(9001, i)
+        if not pools & {st.op for st in walk(program.body)}:
+            continue
+        seen += 1
+        ir = data.materialize(program, seed=0).model_dump(mode="json")
+        result = _probe.run_program(json.dumps(ir))
+        result = json.loads(result) if isinstance(result, str) else result
+        message = str((result.get("failure") or {}).get("message"))
+        assert "pooling takes [N, C, H, W]" not in message, (i, syntax.unparse(program))
+    assert seen >= 20
 
 
 def test_burn_unsupported_is_a_known_difference():
