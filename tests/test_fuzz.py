@@ -212,19 +212,37 @@ def test_a_view_taken_by_unsqueeze_follows_the_step_in_torch_only(pool):
     assert not judged.causes, [c.signature for c in judged.causes]
 
 
-def test_clipping_by_norm_is_known_with_several_params_only():
-    """burn clips each param's gradient by its own norm, torch by one norm over all: known when an
-    optimizer clips by norm and there is more than one param (with one, both norms are the same)."""
+def test_clipping_by_norm_is_known_and_clipping_by_value_is_not():
+    """burn clips each param's gradient by its own norm (torch by one norm over all) and adds
+    float32's smallest positive number to the norm (torch 1e-6): a divergence of a program that
+    clips by norm is known; one that clips by value (the same in both) is not."""
     d = Divergence("values", "p", {"a": [1.0], "b": [2.0]})
-    two = syntax.parse(
-        "p = param(2)\nq = param(2)\nopt = sgd(lr=0.1, dampening=0.0, clip_grad_norm=1.0)\nobserve(p)", where="t"
-    )
-    one = syntax.parse("p = param(2)\nopt = sgd(lr=0.1, dampening=0.0, clip_grad_norm=1.0)\nobserve(p)", where="t")
-    by_value = syntax.parse(
-        "p = param(2)\nq = param(2)\nopt = sgd(lr=0.1, dampening=0.0, clip_grad_value=1.0)\nobserve(p)", where="t"
-    )
-    assert known.match(d, two) == known.CLIP_NORM
-    assert known.match(d, one) is None and known.match(d, by_value) is None
+    source = "p = param(2)\nq = param(2)\nopt = sgd(lr=0.1, dampening=0.0, {clip})\nobserve(p)"
+    by_norm = syntax.parse(source.format(clip="clip_grad_norm=1.0"), where="t")
+    by_value = syntax.parse(source.format(clip="clip_grad_value=1.0"), where="t")
+    assert known.match(d, by_norm) == known.CLIP_NORM
+    assert known.match(d, by_value) is None
+
+
+def test_a_step_that_differs_without_clipping_too_is_not_the_clipping(pool, monkeypatch):
+    """The documented cause is tried before clipping by norm counts as known: the step replay is
+    run again without `clip_grad_norm`, and one that still differs is a root cause of its own."""
+    source = "p = param(2)\nq = param(2)\nopt = sgd(lr=0.1, momentum=0.9, dampening=0.0, clip_grad_norm=0.5)\n"
+    source += "for i in range(3):\n    a = sum(p * 3.0)\n    b = sum(q * 4.0)\n    loss = a + b\n    zero_grad(opt)\n"
+    source += "    backward(loss)\n    step(opt)\nobserve(p)\nobserve(q)"
+    program = syntax.parse(source, where="t")
+    assert "known:clip-grad-norm-per-param" in Localizer(pool).judge([(0, program)])[0].divergences
+    tried: list[str] = []
+
+    def still_differs(self, cand, variant):
+        tried.extend(s.op for s in walk(variant.body) if "clip_grad_norm" not in s.attrs and s.op == "sgd")
+        return True
+
+    monkeypatch.setattr(Localizer, "_still", still_differs)
+    judged = Localizer(pool, shrink=False).judge([(0, program)])[0]
+    assert tried, "the step without clipping was tried"
+    # the step replay is now a root cause (the program's later observations still match the class)
+    assert [c.signature for c in judged.causes] == ["values:sgd:-:burn"], dict(judged.divergences)
 
 
 def test_a_gradient_that_differs_only_at_a_kink_explains_the_program(pool):

@@ -279,19 +279,16 @@ def _squeeze_to_scalar_is_the_param(d: Divergence, program: Program) -> bool:
     return _declared_shape(program, base) == (1,)
 
 
-def _param_count(program: Program) -> int:
-    """The program's params, a module counting as two (a Linear's or Conv2d's weight and bias)."""
-    return len([t for t in program.tensors if t.role == "param" and t.module is None]) + 2 * len(program.modules)
-
-
-def _clip_grad_norm_of_several_params(d: Divergence, program: Program) -> bool:
-    """An optimizer clips by norm and there is more than one param: torch's clip_grad_norm_ takes
-    one norm over every gradient, burn's GradientClippingConfig::Norm clips each param's gradient
-    by its own norm (the catalogue's clip_grad_norm). With one param both are the same."""
+def _clip_grad_norm(d: Divergence, program: Program) -> bool:
+    """An optimizer clips by norm: torch's clip_grad_norm_ takes one norm over every gradient and
+    scales by max_norm / (norm + 1e-6); burn's GradientClippingConfig::Norm clips each param's
+    gradient by its own norm, with float32's smallest positive number for 1e-6 (the catalogue's
+    clip_grad_norm). With several params the steps differ outright; with one they differ by about
+    1e-6 relative, which an ill-conditioned optimizer (centered RMSprop on a nearly constant
+    gradient) amplifies. The localizer also tries the step without clipping: it must agree."""
     if d.cls not in ("values", "grads"):
         return False
-    clips = any(OPS[s.op].result == "optimizer" and "clip_grad_norm" in s.attrs for s in _stmts(program))
-    return clips and _param_count(program) > 1
+    return any(OPS[s.op].result == "optimizer" and "clip_grad_norm" in s.attrs for s in _stmts(program))
 
 
 BCE = "binary_cross_entropy_with_logits"
@@ -429,9 +426,9 @@ REGISTRY: tuple[Known, ...] = (
     Known(
         CLIP_NORM,
         "clipping by norm: one norm over every param in torch (clip_grad_norm_), one per param in burn "
-        "(GradientClippingConfig::Norm)",
+        "(GradientClippingConfig::Norm), whose coefficient adds float32's smallest positive number, not 1e-6",
         "clip_grad_norm",
-        _clip_grad_norm_of_several_params,
+        _clip_grad_norm,
     ),
     Known(
         "flatten-of-1d-is-the-input",
