@@ -159,7 +159,7 @@ KNOWN_PROGRAMS = {
     "clip-grad-norm-per-param": "p = param(4)\nq = param(4)\nopt = sgd(lr=0.1, clip_grad_norm=0.5)\n"
     "for i in range(3):\n    a = sum(p * 3.0)\n    b = sum(q * 4.0)\n    loss = a + b\n    zero_grad(opt)\n"
     "    backward(loss)\n    step(opt)\nobserve(p)\nobserve(q)",
-    "flatten-of-1d-is-the-input": "p = param(4)\nf = flatten(p)\nloss = sum(f * f)\nbackward(loss)\nobserve(f)",
+    "flatten-of-nothing-is-the-input": "p = param(4, 2)\nf = flatten(p, end_dim=-2)\nloss = sum(f * f)\nbackward(loss)\nobserve(f)",
     "squeeze-to-scalar-keeps-the-param": "p = param(1)\ns = squeeze(p, -1)\nloss = mean(s)\nbackward(loss)\nobserve(s)",
     "bce-target-not-differentiated": "x = param(4)\nt = param(4, init='uniform')\n"
     "loss = binary_cross_entropy_with_logits(x, t)\nbackward(loss)\ng = grad(t)\nobserve(g)",
@@ -210,6 +210,22 @@ def test_a_view_taken_by_unsqueeze_follows_the_step_in_torch_only(pool):
     judged = Localizer(pool).judge([(0, syntax.parse(source, where="t"))])[0]
     assert "known:view-of-param-follows-the-step" in judged.divergences, dict(judged.divergences)
     assert not judged.causes, [c.signature for c in judged.causes]
+
+
+def test_a_flatten_that_flattens_something_is_not_the_input():
+    """torch.flatten returns its input itself only when it flattens nothing (rank 1, or
+    start_dim == end_dim): a flatten of a [4, 2] param over both dims is a new tensor in torch too."""
+    d = Divergence("grads", "f", {"a": [1.0], "b": None})
+    source = "p = param(4, 2)\nf = flatten(p{attrs})\nobserve(f)"
+    assert (
+        known.match(d, syntax.parse(source.format(attrs=", end_dim=-2"), where="t"))
+        == "flatten-of-nothing-is-the-input"
+    )
+    assert (
+        known.match(d, syntax.parse(source.format(attrs=", start_dim=1"), where="t"))
+        == "flatten-of-nothing-is-the-input"
+    )
+    assert known.match(d, syntax.parse(source.format(attrs=""), where="t")) is None
 
 
 def test_clipping_by_norm_is_known_and_clipping_by_value_is_not():

@@ -251,16 +251,23 @@ def _declared_shape(program: Program, name: str) -> tuple[int, ...] | None:
 
 
 def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
-    """The label's tensor is `flatten` of a rank-1 param: torch.flatten returns its input itself
-    when nothing is flattened (documented), so it is the param (its gradient, its flags after a
-    freeze); burn's flatten is a new graph node, a non-leaf without a gradient of its own."""
+    """The label's tensor is `flatten` of a param that flattens nothing (a rank-1 param, or
+    start_dim == end_dim): torch.flatten then returns its input itself (documented), so it is the
+    param (its gradient, its flags after a freeze); burn's flatten is a new graph node, a non-leaf
+    without a gradient of its own."""
     if d.cls not in ("grads", "flags"):
         return False
     s = _produced_by(program, _label_tensor(program, d.label))
     if s is None or s.op != "flatten" or not s.args or s.args[0] not in _params(program):
         return False
     shape = _declared_shape(program, s.args[0])
-    return shape is not None and len(shape) == 1
+    if shape is None:
+        return False
+    rank = len(shape)
+    start, end = s.attrs.get("start_dim", 0), s.attrs.get("end_dim", -1)
+    if not isinstance(start, int) or not isinstance(end, int):
+        return False
+    return rank == 1 or start % rank == end % rank
 
 
 def _squeeze_to_scalar_is_the_param(d: Divergence, program: Program) -> bool:
@@ -431,9 +438,9 @@ REGISTRY: tuple[Known, ...] = (
         _clip_grad_norm,
     ),
     Known(
-        "flatten-of-1d-is-the-input",
-        "torch.flatten of a rank-1 tensor returns the tensor itself (a param keeps its .grad and follows "
-        "its freeze); burn's flatten is a new node",
+        "flatten-of-nothing-is-the-input",
+        "torch.flatten that flattens nothing (a rank-1 tensor, start_dim == end_dim) returns the tensor itself "
+        "(a param keeps its .grad and follows its freeze); burn's flatten is a new node",
         "flatten-of-1d-param-is-the-param-in-torch",
         _flatten_of_1d_param,
     ),
