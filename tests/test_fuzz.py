@@ -163,6 +163,12 @@ KNOWN_PROGRAMS = {
     "squeeze-to-scalar-keeps-the-param": "p = param(1)\ns = squeeze(p, -1)\nloss = mean(s)\nbackward(loss)\nobserve(s)",
     "bce-target-not-differentiated": "x = param(4)\nt = param(4, init='uniform')\n"
     "loss = binary_cross_entropy_with_logits(x, t)\nbackward(loss)\ng = grad(t)\nobserve(g)",
+    # no zero_grad in the loop (found by the campaign: `grads:backward.in-program`); p0 unused: the
+    # backward's divergence is p1's gradient (torch 3 = 2 + the 1 clipping left, burn 2), not p0's
+    "gradients-accumulate-in-torch": "p0 = param(4)\np1 = param(1, init='positive')\n"
+    "opt = rmsprop(lr=0.01, alpha=0.99, eps=1e-06, momentum=0.0, clip_grad_value=1.0)\nfor i in range(5):\n"
+    "    v1 = squeeze(p1, -1)\n    v4 = max_dim(v1, -1)\n    v7 = v4 + v4\n    loss = mean(v7)\n    backward(loss)\n"
+    "    step(opt)\nobserve(p1)",
     "clip-grad-value-without-gradients": "p = param(4)\nopt = sgd(lr=0.1, clip_grad_value=0.5)\nstep(opt)\nobserve(p)",
 }
 
@@ -226,6 +232,15 @@ def test_a_flatten_that_flattens_something_is_not_the_input():
         == "flatten-of-nothing-is-the-input"
     )
     assert known.match(d, syntax.parse(source.format(attrs=""), where="t")) is None
+
+
+def test_a_clone_of_a_squeezed_1_param_is_the_param_in_burn():
+    """Found by the campaign against 0.23.0-pre.1 (`grads:clone.in-program`): clone(squeeze(p)) of a
+    [1] param is p's own node in burn (no rank 0, clone is the same node); not for a [2] param."""
+    d = Divergence("grads", "c", {"a": "none", "b": [1.0]})
+    source = "p = param({n})\ns = squeeze(p, 0)\nc = clone(s)\nobserve(c)"
+    assert known.match(d, syntax.parse(source.format(n=1), where="t")) == "squeeze-to-scalar-keeps-the-param"
+    assert known.match(d, syntax.parse(source.format(n=2), where="t")) is None
 
 
 def test_clipping_by_norm_is_known_and_clipping_by_value_is_not():

@@ -93,6 +93,41 @@ def _after_step(program: Program, label: str | None) -> bool:
     return False
 
 
+def _backward_again_without_zero_grad(program: Program) -> bool:
+    """A backward runs after an earlier one with no zero_grad between them (a loop without
+    zero_grad runs its backward again next iteration)."""
+
+    def ops(body: list[Stmt]) -> list[str]:
+        out: list[str] = []
+        for s in body:
+            if s.body is not None:
+                inner = ops(s.body)
+                out += inner + inner  # two iterations show what a loop carries over
+            else:
+                out.append(s.op)
+        return out
+
+    pending = False
+    for op in ops(program.body):
+        if op == "zero_grad":
+            pending = False
+        elif op == "backward":
+            if pending:
+                return True
+            pending = True
+    return False
+
+
+def _gradients_accumulate(d: Divergence, program: Program) -> bool:
+    """A param's gradient after a second backward with no zero_grad between: torch's .grad is the
+    sum of both, burn's backward returns new gradients (and a step consumed the old ones). The
+    catalogue's grad_accumulation shows both and the GradientsAccumulator that sums them."""
+    if d.cls != "grads" or d.detail.get("a") == "none" or d.detail.get("b") == "none":
+        return False
+    tensor = _label_tensor(program, d.label)
+    return tensor in _params(program) and _backward_again_without_zero_grad(program)
+
+
 def _step_consumes(d: Divergence, program: Program) -> bool:
     return (
         d.cls == "grads"
@@ -270,20 +305,25 @@ def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
     return rank == 1 or start % rank == end % rank
 
 
+def _burn_same_node(program: Program) -> set[str]:
+    """Params, and what burn's port makes the very same graph node: their clones, and their
+    squeezes to a scalar (a [1] tensor stays itself: burn has no rank 0), to any depth."""
+    root = {name: name for name in _params(program)}
+    for s in _stmts(program):
+        if not s.args or s.out is None or s.args[0] not in root:
+            continue
+        base = root[s.args[0]]
+        if s.op == "clone" or (s.op == "squeeze" and _declared_shape(program, base) == (1,)):
+            root[s.out] = base
+    return set(root)
+
+
 def _squeeze_to_scalar_is_the_param(d: Divergence, program: Program) -> bool:
-    """The label's tensor is `squeeze` of a param of shape [1]: burn has no rank-0 tensors, so the
-    port keeps the [1] tensor itself, the param, which holds its gradient; torch's squeeze gives
-    a 0-d view, a non-leaf without .grad."""
-    if d.cls != "grads":
-        return False
-    s = _produced_by(program, _label_tensor(program, d.label))
-    if s is None or s.op != "squeeze" or not s.args or s.args[0] not in _param_aliases(program):
-        return False
-    base = s.args[0]
-    for c in _stmts(program):  # a clone of a param: the param's shape
-        if c.op == "clone" and c.out == base and c.args:
-            base = c.args[0]
-    return _declared_shape(program, base) == (1,)
+    """The label's tensor is a squeeze of a param of shape [1] (or a clone of one): burn has no
+    rank-0 tensors, so the port keeps the [1] tensor itself, the param, which holds its gradient;
+    torch's squeeze gives a 0-d view, a non-leaf without .grad."""
+    tensor = _label_tensor(program, d.label)
+    return d.cls == "grads" and tensor in _burn_same_node(program) - _param_aliases(program)
 
 
 def _clip_grad_norm(d: Divergence, program: Program) -> bool:
@@ -371,6 +411,12 @@ REGISTRY: tuple[Known, ...] = (
         "burn's optimizer step consumes the gradients; torch keeps .grad until zero_grad()",
         "grad_accumulation",
         _step_consumes,
+    ),
+    Known(
+        "gradients-accumulate-in-torch",
+        "a second backward without zero_grad: torch's .grad sums both, burn's backward returns new gradients",
+        "grad_accumulation",
+        _gradients_accumulate,
     ),
     Known(
         "kept-graph-grows",

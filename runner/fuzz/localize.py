@@ -305,7 +305,11 @@ class Localizer:
                 for p_label in site.params_after.values():
                     classes += sorted(labels[p_label].differ) if p_label in labels else []
                 cls = classes[0] if classes else "values"
-                label = site.output or next(iter(site.params_after.values()), None)
+                # the label that shows the class (a backward's params: the one whose gradient differs)
+                shown = [
+                    x for x in (site.output, *site.params_after.values()) if x in labels and cls in labels[x].differ
+                ]
+                label = next(iter(shown), None) or site.output or next(iter(site.params_after.values()), None)
                 a, bv = _sides(to, bo, label, cls)
                 candidates.append(
                     Candidate(
