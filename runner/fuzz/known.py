@@ -480,7 +480,7 @@ REGISTRY: tuple[Known, ...] = (
         CLIP_NORM,
         "clipping by norm: one norm over every param in torch (clip_grad_norm_), one per param in burn "
         "(GradientClippingConfig::Norm), whose coefficient adds float32's smallest positive number, not 1e-6",
-        "clip_grad_norm",
+        "clip_grad_norm, clip-grad-norm-epsilon-differs",
         _clip_grad_norm,
     ),
     Known(
