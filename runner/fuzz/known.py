@@ -18,6 +18,7 @@ from ..program.ir import ParsedProgram, Stmt, walk
 from .judge import Divergence
 
 OMITTED_DEFAULTS = "omitted-default-differs"
+CLIP_NORM = "clip-grad-norm-per-param"
 
 Program = ParsedProgram
 
@@ -92,6 +93,41 @@ def _after_step(program: Program, label: str | None) -> bool:
     return False
 
 
+def _backward_again_without_zero_grad(program: Program) -> bool:
+    """A backward runs after an earlier one with no zero_grad between them (a loop without
+    zero_grad runs its backward again next iteration)."""
+
+    def ops(body: list[Stmt]) -> list[str]:
+        out: list[str] = []
+        for s in body:
+            if s.body is not None:
+                inner = ops(s.body)
+                out += inner + inner  # two iterations show what a loop carries over
+            else:
+                out.append(s.op)
+        return out
+
+    pending = False
+    for op in ops(program.body):
+        if op == "zero_grad":
+            pending = False
+        elif op == "backward":
+            if pending:
+                return True
+            pending = True
+    return False
+
+
+def _gradients_accumulate(d: Divergence, program: Program) -> bool:
+    """A param's gradient after a second backward with no zero_grad between: torch's .grad is the
+    sum of both, burn's backward returns new gradients (and a step consumed the old ones). The
+    catalogue's grad_accumulation shows both and the GradientsAccumulator that sums them."""
+    if d.cls != "grads" or d.detail.get("a") == "none" or d.detail.get("b") == "none":
+        return False
+    tensor = _label_tensor(program, d.label)
+    return tensor in _params(program) and _backward_again_without_zero_grad(program)
+
+
 def _step_consumes(d: Divergence, program: Program) -> bool:
     return (
         d.cls == "grads"
@@ -142,13 +178,15 @@ def _graph_kept_grows(d: Divergence, program: Program) -> bool:
     return d.cls == "growth" and d.detail.get("burn_ratio", 0) > d.detail.get("torch_ratio", 0)
 
 
-VIEWS = ("detach", "reshape", "transpose")
+VIEWS = ("detach", "reshape", "transpose", "unsqueeze", "squeeze", "flatten", "expand", "narrow")
 
 
 def _view_of_param_after_step(d: Divergence, program: Program) -> bool:
-    """torch's detach() (and reshape, transpose) of a parameter is a view of its storage: the
-    optimizer's in-place update changes it. burn's tensors are values: the snapshot keeps the
-    values it had. The catalogue's detach_alias_inplace shows both."""
+    """torch's detach() (and reshape, transpose, unsqueeze, squeeze, flatten, expand, narrow) of a
+    parameter is a view of its storage: the optimizer's in-place update changes it. burn's tensors
+    are values: the snapshot keeps the values it had. The catalogue's detach_alias_inplace shows
+    both (found again by `fuzz --seed 9001` with unsqueeze: a view taken in the loop and observed
+    after it is the param after the last step in torch, before it in burn)."""
     if d.cls != "values":
         return False
     stmts = _stmts(program)
@@ -194,9 +232,23 @@ def _torch_refuses(d: Divergence, program: Program) -> bool:
     return (
         d.cls == "status"
         and d.detail.get("torch_outcome") == "error"
-        and d.detail.get("burn_outcome") == "ok"
+        and (d.detail.get("burn_outcome") == "ok" or _torch_stops_first(d))
         and any(text in message for text in TORCH_REFUSALS)
     )
+
+
+def _torch_stops_first(d: Divergence) -> bool:
+    """torch stopped at an earlier statement than burn did (burn's failure is somewhere torch never
+    reached: its refusal is the first difference)."""
+    t, b = d.detail.get("torch_at"), d.detail.get("burn_at")
+    if not (isinstance(t, list) and isinstance(b, list) and len(t) == len(b) == 2):
+        return False
+    (ti, tk), (bi, bk) = t, b
+    if not isinstance(ti, int) or not isinstance(bi, int):
+        return False
+    if tk is not None and bk is not None and tk != bk:
+        return bool(tk < bk)
+    return ti < bi
 
 
 def _burn_panics_at(op: str) -> Callable[[Divergence, Program], bool]:
@@ -217,6 +269,109 @@ def _clamp_min_above_max(d: Divergence, program: Program) -> bool:
         return isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high
 
     return d.cls in ("values", "grads") and any(s.op == "clamp" and inverted(s) for s in _stmts(program))
+
+
+def _produced_by(program: Program, tensor: str | None) -> Stmt | None:
+    """The last statement whose result is `tensor`."""
+    found = None
+    for s in _stmts(program):
+        if s.out is not None and s.out == tensor:
+            found = s
+    return found
+
+
+def _declared_shape(program: Program, name: str) -> tuple[int, ...] | None:
+    spec = next((t for t in program.tensors if t.name == name), None)
+    return tuple(spec.shape) if spec is not None else None
+
+
+def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
+    """The label's tensor is `flatten` of a param that flattens nothing (a rank-1 param, or
+    start_dim == end_dim): torch.flatten then returns its input itself (documented), so it is the
+    param (its gradient, its flags after a freeze); burn's flatten is a new graph node, a non-leaf
+    without a gradient of its own."""
+    if d.cls not in ("grads", "flags"):
+        return False
+    s = _produced_by(program, _label_tensor(program, d.label))
+    if s is None or s.op != "flatten" or not s.args or s.args[0] not in _params(program):
+        return False
+    shape = _declared_shape(program, s.args[0])
+    if shape is None:
+        return False
+    rank = len(shape)
+    start, end = s.attrs.get("start_dim", 0), s.attrs.get("end_dim", -1)
+    if not isinstance(start, int) or not isinstance(end, int):
+        return False
+    return rank == 1 or start % rank == end % rank
+
+
+def _burn_same_node(program: Program) -> set[str]:
+    """Params, and what burn's port makes the very same graph node: their clones, and their
+    squeezes to a scalar (a [1] tensor stays itself: burn has no rank 0), to any depth."""
+    root = {name: name for name in _params(program)}
+    for s in _stmts(program):
+        if not s.args or s.out is None or s.args[0] not in root:
+            continue
+        base = root[s.args[0]]
+        if s.op == "clone" or (s.op == "squeeze" and _declared_shape(program, base) == (1,)):
+            root[s.out] = base
+    return set(root)
+
+
+def _squeeze_to_scalar_is_the_param(d: Divergence, program: Program) -> bool:
+    """The label's tensor is a squeeze of a param of shape [1] (or a clone of one): burn has no
+    rank-0 tensors, so the port keeps the [1] tensor itself, the param, which holds its gradient;
+    torch's squeeze gives a 0-d view, a non-leaf without .grad."""
+    tensor = _label_tensor(program, d.label)
+    return d.cls == "grads" and tensor in _burn_same_node(program) - _param_aliases(program)
+
+
+def _clip_grad_norm(d: Divergence, program: Program) -> bool:
+    """An optimizer clips by norm: torch's clip_grad_norm_ takes one norm over every gradient and
+    scales by max_norm / (norm + 1e-6); burn's GradientClippingConfig::Norm clips each param's
+    gradient by its own norm, with float32's smallest positive number for 1e-6 (the catalogue's
+    clip_grad_norm). With several params the steps differ outright; with one they differ by about
+    1e-6 relative, which an ill-conditioned optimizer (centered RMSprop on a nearly constant
+    gradient) amplifies. The localizer also tries the step without clipping: it must agree."""
+    if d.cls not in ("values", "grads"):
+        return False
+    return any(OPS[s.op].result == "optimizer" and "clip_grad_norm" in s.attrs for s in _stmts(program))
+
+
+BCE = "binary_cross_entropy_with_logits"
+BCE_TARGET_STATUS = (
+    ("burn", "no gradient held for"),  # grad() of the target: torch has one, burn none
+    ("burn", "Tensor::backward requires a tracked autodiff tensor"),  # a loss tracked through its target only
+    ("torch", "Trying to backward through the graph a second time"),  # a target that carries an old graph
+)
+
+
+def _bce_target_not_differentiated(d: Divergence, program: Program) -> bool:
+    """BCE with logits whose target is computed from a param: torch differentiates the loss with
+    respect to the target too (its gradient is -logits / n), burn's target is an integer tensor
+    (the port converts it) that carries no graph. What follows: grad() of the target errors in
+    burn only, a loss tracked through its target only cannot backward in burn, a target that
+    carries a consumed graph makes torch's second backward fail and not burn's."""
+    if d.cls != "status":
+        return False
+    tracked = _descendants(program, _params(program))
+    if not any(s.op == BCE and len(s.args) > 1 and s.args[1] in tracked for s in _stmts(program)):
+        return False
+    other = {"burn": "torch", "torch": "burn"}
+    return any(
+        _message(d, side, text) and d.detail.get(f"{other[side]}_outcome") == "ok" for side, text in BCE_TARGET_STATUS
+    )
+
+
+def _clip_grad_value_without_gradients(d: Divergence, program: Program) -> bool:
+    """`clip_grad_value_` over params none of which holds a gradient raises in torch 2.15 (its
+    foreach kernel refuses an empty list); burn's clipping has nothing to clip and the step goes on."""
+    return (
+        d.cls == "status"
+        and d.detail.get("burn_outcome") == "ok"
+        and _message(d, "torch", "nested_tensorlist[0].empty()")
+        and any("clip_grad_value" in s.attrs for s in _stmts(program) if OPS[s.op].result == "optimizer")
+    )
 
 
 TORCH_REFUSALS = (
@@ -258,6 +413,12 @@ REGISTRY: tuple[Known, ...] = (
         _step_consumes,
     ),
     Known(
+        "gradients-accumulate-in-torch",
+        "a second backward without zero_grad: torch's .grad sums both, burn's backward returns new gradients",
+        "grad_accumulation",
+        _gradients_accumulate,
+    ),
+    Known(
         "kept-graph-grows",
         "graph nodes recorded every iteration stay alive (a carried tensor, or results no backward consumes): "
         "burn's step time grows, torch's does not",
@@ -274,7 +435,7 @@ REGISTRY: tuple[Known, ...] = (
     Known(
         "self-division-gradient-under-adam",
         "the gradient of p / p is exactly 0 in torch and one rounding error in burn; Adam makes that a full step",
-        "values-repeat-div-sum-zero-grad-backward-step-d8175c05",
+        "div-self-gradient-not-zero-under-adam",
         _self_division_under_adam,
     ),
     Known(
@@ -287,7 +448,7 @@ REGISTRY: tuple[Known, ...] = (
     Known(
         "torch-refuses-what-the-port-accepts",
         "torch raises where burn's port goes on: add_scalar_ of a param (a leaf that requires grad), "
-        "SGD's nesterov without momentum",
+        "SGD's nesterov without momentum (burn may fail later, where torch never got)",
         "tests/test_fuzz.py::test_what_torch_refuses_and_burn_accepts_is_a_known_difference",
         _torch_refuses,
     ),
@@ -314,6 +475,39 @@ REGISTRY: tuple[Known, ...] = (
         "clamp with min > max: every element becomes max in torch, min in burn",
         "clamp_edges",
         _clamp_min_above_max,
+    ),
+    Known(
+        CLIP_NORM,
+        "clipping by norm: one norm over every param in torch (clip_grad_norm_), one per param in burn "
+        "(GradientClippingConfig::Norm), whose coefficient adds float32's smallest positive number, not 1e-6",
+        "clip_grad_norm, clip-grad-norm-epsilon-differs",
+        _clip_grad_norm,
+    ),
+    Known(
+        "flatten-of-nothing-is-the-input",
+        "torch.flatten that flattens nothing (a rank-1 tensor, start_dim == end_dim) returns the tensor itself "
+        "(a param keeps its .grad and follows its freeze); burn's flatten is a new node",
+        "flatten-of-1d-param-is-the-param-in-torch",
+        _flatten_of_1d_param,
+    ),
+    Known(
+        "squeeze-to-scalar-keeps-the-param",
+        "squeeze of a [1] param: burn has no rank-0 tensor, the port keeps the param itself (with its "
+        "gradient); torch's 0-d view has no .grad",
+        "squeeze-to-scalar-keeps-the-param-in-burn",
+        _squeeze_to_scalar_is_the_param,
+    ),
+    Known(
+        "bce-target-not-differentiated",
+        "BCE with logits differentiates its target in torch; burn's target is an integer tensor without a graph",
+        "bce-target-gets-no-gradient-in-burn",
+        _bce_target_not_differentiated,
+    ),
+    Known(
+        "clip-grad-value-without-gradients",
+        "clip_grad_value_ raises in torch when no param holds a gradient; burn's step goes on",
+        "clip-grad-value-without-gradients-raises-in-torch",
+        _clip_grad_value_without_gradients,
     ),
     Known(
         "burn-unsupported",

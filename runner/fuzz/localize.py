@@ -183,6 +183,7 @@ class Judged:
     causes: list[Cause] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)  # every new cause's signature it showed
     replays: int = 0
+    kinked: bool = False  # a replay's gradients differed at its kink (filtered)
 
 
 def dtypes(program: ParsedProgram) -> dict[str, str]:
@@ -304,7 +305,11 @@ class Localizer:
                 for p_label in site.params_after.values():
                     classes += sorted(labels[p_label].differ) if p_label in labels else []
                 cls = classes[0] if classes else "values"
-                label = site.output or next(iter(site.params_after.values()), None)
+                # the label that shows the class (a backward's params: the one whose gradient differs)
+                shown = [
+                    x for x in (site.output, *site.params_after.values()) if x in labels and cls in labels[x].differ
+                ]
+                label = next(iter(shown), None) or site.output or next(iter(site.params_after.values()), None)
                 a, bv = _sides(to, bo, label, cls)
                 candidates.append(
                     Candidate(
@@ -377,10 +382,15 @@ class Localizer:
                 break
         # A divergence a replay localized explains what follows from it: a backward's gradients,
         # a later observation (they are not causes of their own).
+        # A statement whose gradient differs only at its kink (each framework's convention there)
+        # explains the program's gradients too, and the values a step computes from them.
         localized = any(c.replay is not None and c.oracle in ("values", "grads", "flags") for c in candidates)
         for cand in candidates:
             if localized and cand.kind == "program" and cand.oracle in ("values", "grads", "flags"):
                 judged.filtered["explained"] += 1
+                continue
+            if judged.kinked and cand.kind == "program" and cand.oracle in ("values", "grads"):
+                judged.filtered["kink"] += 1
                 continue
             self._settle(cand, judged, found)
         judged.fully_judged = judged.unjudged == 0
@@ -487,6 +497,7 @@ class Localizer:
                     if cls == "grads" and at_kink:
                         # not differentiable there (relu, abs at 0): each framework's convention
                         judged.filtered["kink"] += 1
+                        judged.kinked = True
                         return []
                     a, bv = _sides(to, bo, label, cls)
                     d = Divergence(cls, label, {"a": a, "b": bv})
@@ -504,6 +515,12 @@ class Localizer:
             fixed = self._with_torch_defaults(cand)
             if fixed is not None and self._still(cand, fixed) is True:
                 cand.replay = cand.context = fixed
+                known_id = known.match(d, fixed)  # another documented difference may still explain it
+                known_id = None if known_id == known.OMITTED_DEFAULTS else known_id
+        if known_id == known.CLIP_NORM and cand.kind == "step" and cand.replay is not None:
+            # The documented cause, tried: without clipping the step must agree, or it is not that.
+            unclipped = self._without_clipping(cand)
+            if unclipped is not None and self._still(cand, unclipped) is True:
                 known_id = None
         if known_id is not None:
             judged.divergences[f"known:{known_id}"] += 1
@@ -669,6 +686,13 @@ class Localizer:
             if again is None or compare(base.get(key), again.get(key), None) == "differ":
                 return True
         return False
+
+    def _without_clipping(self, cand: Candidate) -> ParsedProgram | None:
+        assert cand.replay is not None
+        stmt = next((s for s in walk(cand.replay.body) if OPS[s.op].result == "optimizer"), None)
+        if stmt is None:
+            return None
+        return self._variant(cand, {k: v for k, v in stmt.attrs.items() if k != "clip_grad_norm"})
 
     def _with_torch_defaults(self, cand: Candidate) -> ParsedProgram | None:
         assert cand.replay is not None and cand.site is not None

@@ -454,3 +454,31 @@ def _clone(c: Chooser, b: Builder, spec: OpSpec) -> bool:
     b.stmt("clone", [v.name], out)
     b.value(out, v.shape, positive=v.positive, tracked=v.tracked, scalar=v.scalar)
     return True
+
+
+@rule("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
+def _pool2d(c: Chooser, b: Builder, spec: OpSpec) -> bool:
+    """2-d pooling of an image: a [N, C, H, W] tensor the program holds (a conv's output) or a
+    fresh one, the only rank burn's pooling takes (torch also takes [C, H, W], and the generic
+    rule's rank-2 operands; a port of those would not compile), attributes drawn from the table
+    and kept when torch accepts the geometry."""
+    images = [v for v in _tensors(b) if len(v.shape) == 4]
+    if images and coin(c):
+        x = pick(c, images)
+    else:
+        shape = (pick(c, (1, 2)), pick(c, (1, 2, 3)), pick(c, (4, 5, 6, 8)), pick(c, (4, 5, 6, 8)))
+        x = b.declare(c, shape, pick(c, ("param", "input")), prefix="img")
+    attrs: dict[str, AttrValue] = {}
+    for a in spec.attrs:
+        value = draw_attr(c, a, 4)
+        if value is None and a.default is REQUIRED:
+            return False
+        if value is not None:
+            attrs[a.name] = value
+    found = infer(spec.name, attrs, [x.shape])
+    if found is None or len(found[0]) != 4:
+        return False
+    out = b.fresh()
+    b.stmt(spec.name, [x.name], out, **attrs)
+    b.value(out, found[0], tracked=x.tracked)  # padding zeros: not positive
+    return True
