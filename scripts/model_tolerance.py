@@ -24,11 +24,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner import _probe  # noqa: E402
-from runner.cases import load_case  # noqa: E402
-from runner.model.case import ProgramCase  # noqa: E402
-from runner.program import torch_interp  # noqa: E402
-from runner.program.data import materialize  # noqa: E402
+from runner import _probe
+from runner.cases import load_case
+from runner.model.case import ProgramCase
+from runner.program import torch_interp
+from runner.program.data import materialize
 
 LOSSES = "losses"
 

@@ -1,0 +1,129 @@
+"""The report's training curves (`runner/report/curves.py`, `html_curves.py`, the Markdown
+table): where two runs' loss curves part beyond the case's tolerance, the final weights'
+largest difference, ms per training step, and case text escaped on the page."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+from report_fixtures import _observation, _program_run, _ref, program_results, report, save
+
+from runner.model.case import RunRef, Tolerance
+from runner.model.results import CaseInfo, PairInfo, RunRecord
+from runner.report import curves
+
+TORCH_LOSSES = [0.0, 2.0, 1.5, 1.0, 0.5, 0.25, 0.125]
+# Equal for two steps, 1e-5 relative at step 3 (inside rel 1e-4), 10 % at step 4, then equal.
+BURN_LOSSES = [0.0, 2.0, 1.5, 1.0 * (1 + 1e-5), 0.55, 0.25, 0.125]
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _losses(values: list[float]) -> dict:
+    obs = _observation("losses", values, None, False, False)
+    obs["shape"] = [len(values)]
+    return obs
+
+
+def _run(framework: str, mode: str, losses: list[float], step_ms: list[float], weight: list[float]) -> dict:
+    run = _program_run(framework, mode, observations=[_losses(losses), _observation("w", weight, None, True, True)])
+    run["case"] = "model_toy"
+    run["step_ms"] = step_ms
+    return run
+
+
+def model_results(reason: str = "the fix agrees") -> dict:
+    """TEST fixture, written by hand: a model case (`losses` collected per step) whose torch
+    and burn runs part at step 4; no real run made these numbers."""
+    doc = program_results()
+    weight = [0.5, -1.0, 2.0, 0.0, 1.0, -0.5]
+    moved = [0.5, -1.0, 2.0, 0.0, 1.0, -0.25]
+    doc["cases"].append(
+        {
+            "name": "model_toy",
+            "kind": "program",
+            "description": "a toy model " + HOSTILE,
+            "pairs": [{"a": _ref("torch/port"), "b": _ref("burn/fixed"), "same": ["values:losses"], "reason": reason}],
+            "programs": {},
+            "tolerance": {"abs": 1e-7, "rel": 1e-4},
+        }
+    )
+    # Two training steps per iteration of the timed loop: 2 ms an iteration is 1 ms a step.
+    doc["runs"].append(_run("torch", "port", TORCH_LOSSES, [2.0, 2.0, 4.0], weight))
+    doc["runs"].append(_run("burn", "fixed", BURN_LOSSES, [1.0, 1.0, 1.0], moved))
+    doc["summary"]["runs"] += 2
+    return doc
+
+
+def _info(tolerance: Tolerance | None = Tolerance(abs=1e-7, rel=1e-4)) -> CaseInfo:
+    pair = PairInfo(
+        a=RunRef(framework="torch", mode="port"), b=RunRef(framework="burn", mode="fixed"), same=["values:losses"]
+    )
+    return CaseInfo(name="model_toy", kind="program", pairs=[pair], tolerance=tolerance)
+
+
+def _records(doc: dict) -> tuple[RunRecord, RunRecord]:
+    a, b = (RunRecord.model_validate_json(json.dumps(r)) for r in doc["runs"][-2:])
+    return a, b
+
+
+def test_the_curves_part_at_the_first_step_beyond_the_tolerance() -> None:
+    a, b = _records(model_results())
+    c = curves.curve(_info(), 0, a, b)
+    assert c is not None
+    assert c.losses_a == TORCH_LOSSES[1:] and len(c.rel) == 6  # the placeholder left out
+    assert c.first_apart == 4 and curves.first_apart_text(c) == "step 4"
+    assert c.max_rel_step == 4 and math.isclose(c.max_rel, 0.05 / 0.55)
+    assert c.claim == "same"
+    assert c.finals == [("w", 0.25)]
+    assert c.ms_per_step_a == 1.0 and c.ms_per_step_b == 0.5
+
+
+def test_a_looser_tolerance_never_parts_and_an_old_results_file_has_the_default() -> None:
+    a, b = _records(model_results())
+    loose = curves.curve(_info(Tolerance(abs=0.0, rel=0.2)), 0, a, b)
+    assert loose is not None and loose.first_apart is None and curves.first_apart_text(loose) == "never"
+    default = curves.curve(_info(None), 0, a, b)  # written before results kept the tolerance
+    assert default is not None and default.tolerance == Tolerance() and default.first_apart == 4
+
+
+def test_nan_losses_part_unless_both_are_nan() -> None:
+    tol = Tolerance()
+    assert curves.apart(1.0, math.nan, tol)
+    assert not curves.apart(math.nan, math.nan, tol)
+    assert curves.apart(math.inf, 1.0, tol) and not curves.apart(math.inf, math.inf, tol)
+    assert not curves.apart(1.0, 1.0 + 5e-5, tol) and curves.apart(1.0, 1.0 + 5e-4, tol)
+
+
+def test_a_run_without_losses_has_no_curve() -> None:
+    doc = model_results()
+    doc["runs"][-1]["observations"] = doc["runs"][-1]["observations"][1:]
+    a, b = _records(doc)
+    assert curves.curve(_info(), 0, a, b) is None
+
+
+def test_the_report_plots_both_curves_and_escapes_the_case_text(tmp_path: Path) -> None:
+    path = save(tmp_path / "model.json", model_results(reason=f"agree {HOSTILE}"))  # TEST fixture, written by hand
+    out = tmp_path / "out"
+    report("--from-results", path, "--out", out, "--history", tmp_path / "history")
+    page = (out / "report.html").read_text()
+    assert '<section id="models">' in page and 'href="#models"' in page
+    assert 'id="curve-model_toy-0-' in page and 'id="curve-diff-model_toy-0-' in page
+    assert "apart at step 4" in page
+    assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    md = (out / "report.md").read_text()
+    assert "## Models trained side by side" in md
+    row = next(line for line in md.splitlines() if line.startswith("| model_toy"))
+    assert "| step 4 |" in row and "0.091 (step 4)" in row and "1 / 0.5" in row
+    assert "<script" not in md
+
+
+def test_a_report_without_models_has_no_models_section(tmp_path: Path) -> None:
+    doc = copy.deepcopy(program_results())
+    path = save(tmp_path / "program.json", doc)  # TEST fixture, written by hand
+    out = tmp_path / "out"
+    report("--from-results", path, "--out", out, "--history", tmp_path / "history")
+    assert '<section id="models">' not in (out / "report.html").read_text()
+    assert "Models trained side by side" not in (out / "report.md").read_text()
