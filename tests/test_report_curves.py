@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import pytest
 from report_fixtures import _observation, _program_run, _ref, program_results, report, save
 
 from runner.model.case import RunRef, Tolerance
@@ -127,3 +128,55 @@ def test_a_report_without_models_has_no_models_section(tmp_path: Path) -> None:
     report("--from-results", path, "--out", out, "--history", tmp_path / "history")
     assert '<section id="models">' not in (out / "report.html").read_text()
     assert "Models trained side by side" not in (out / "report.md").read_text()
+
+
+def test_a_report_from_results_files_says_it_did_not_localize(tmp_path: Path) -> None:
+    path = save(tmp_path / "model.json", model_results())  # TEST fixture, written by hand
+    out = tmp_path / "out"
+    report("--from-results", path, "--out", out, "--history", tmp_path / "history")
+    assert "not localized (the report was made from results files)" in (out / "report.md").read_text()
+
+
+NESTED = """
+lin = Linear(3, 2)
+x = input(4, 3)
+opt = sgd(lr=0.1)
+for block in range(20):
+    for step in range(10):
+        loss = mean(lin(x) ** 2)
+        zero_grad(opt)
+        backward(loss)
+        step(opt)
+"""
+
+
+def test_a_cut_shortens_the_timed_loop_or_its_first_block() -> None:
+    from runner.program.ir import timed_loop
+    from runner.program.syntax import parse
+    from runner.report.origins import cut
+
+    flat = cut(parse(NESTED.replace("    for step in range(10):\n", "").replace("        ", "    "), where="t"), 3)
+    assert flat is not None and timed_loop(flat.body).attrs["count"] == 3  # type: ignore[union-attr]
+    nested = cut(parse(NESTED, where="t"), 4)
+    assert nested is not None
+    loop = timed_loop(nested.body)
+    assert loop is not None and loop.body is not None
+    assert loop.attrs["count"] == 1 and loop.body[0].attrs["count"] == 4
+    assert cut(parse("x = input(2)\ny = x * 2.0", where="t"), 2) is None
+
+
+@pytest.mark.slow
+def test_the_origin_of_adams_epsilon_is_the_first_optimizer_step() -> None:
+    """Real torch and the real probe: Adam with each framework's epsilon default; the gradients
+    of the first step agree, the params after it do not."""
+    from runner.fuzz.pool import WorkerPool
+    from runner.program.syntax import parse
+    from runner.report.origins import find
+
+    # Gradients near 1e-4: epsilon (1e-8 against 1e-5) changes the first update by about 10 %.
+    source = NESTED.replace("sgd(lr=0.1)", "adam(lr=0.01)").replace("mean(lin(x) ** 2)", "mean(lin(x) ** 2) * 0.0001")
+    with WorkerPool() as pool:
+        origin = find(parse(source, where="t"), 0, 5, pool)
+    assert origin is not None
+    assert (origin.step, origin.op, origin.what, origin.line) == (1, "step", "values", 10)
+    assert origin.text() == "step 1, line 10: `step` (values of lin.weight differ)"

@@ -34,11 +34,12 @@ from .. import outputs
 from ..argtypes import add_measurement_options, path
 from ..engine import check
 from ..errors import BadInput, Infrastructure, Interrupted, RunnerError
+from ..model.case import Case
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
 from ..results import bundle, dump, keep_partial, load_results, now, provenance
 from ..signals import say, show
-from . import browser, fuzzing, html_page, markdown, trend, upgrades
+from . import browser, fuzzing, html_page, markdown, origins, trend, upgrades
 from .changes import changes
 from .differences import differences
 from .history import History
@@ -103,7 +104,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fresh_results(args: argparse.Namespace, before_runs: Callable[[], None]) -> list[tuple[ResultsDocument, str]]:
+def _fresh_results(
+    args: argparse.Namespace, before_runs: Callable[[], None]
+) -> tuple[list[tuple[ResultsDocument, str]], list[Case]]:
     cases = case_files.load_selected(args.cases)
     before_runs()
     try:
@@ -117,7 +120,7 @@ def _fresh_results(args: argparse.Namespace, before_runs: Callable[[], None]) ->
     except Interrupted as stop:
         keep_partial(stop, "report")
         raise
-    return [(doc, "this run")]
+    return [(doc, "this run")], cases
 
 
 def _from_files(paths: list[Path]) -> list[tuple[ResultsDocument, str]]:
@@ -170,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         browser.find()  # before anything runs or is written
     history = History(args.history if args.history is not None else out / "history")
     upgrade_paths = upgrades.default_paths() if args.upgrades is None else args.upgrades
+    ran: list[Case] | None = None
     if args.from_results:
         inputs = _from_files(args.from_results)
         _check_outputs(out, history)
@@ -179,9 +183,11 @@ def run(args: argparse.Namespace) -> int:
             _check_outputs(out, history)
             _check_previous_run(history)
 
-        inputs = _fresh_results(args, before_runs)
+        inputs, ran = _fresh_results(args, before_runs)
     try:
         report = build(inputs, history, upgrade_paths)
+        if ran is not None:
+            report.origins = origins.origins(ran, inputs[0][0])
         report.fuzz = fuzzing.read(args.fuzz if args.fuzz is not None else fuzzing.DEFAULT)
         page, summary = html_page.render(report), markdown.render(report)
     except RunnerError as err:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import Any
 
 from ..model.case import RunRef, Tolerance
 from ..model.results import CaseInfo, Observation, RunRecord
 from .machines import MachineResults
 
 LOSSES = "losses"
+MAX_ORIGIN_STEPS = 8  # `runner.report.origins.MAX_STEPS`
 
 
 @dataclass(frozen=True)
@@ -138,3 +140,18 @@ def curves(machine: MachineResults, case: CaseInfo) -> list[Curve]:
 
 def first_apart_text(c: Curve) -> str:
     return "never" if c.first_apart is None else f"step {c.first_apart}"
+
+
+def origin_text(c: Curve, found: dict[tuple[str, str, str], Any] | None) -> str:
+    """Where the curves of `c` start to part (`runner.report.origins`), as the report says it."""
+    if c.first_apart is None:
+        return "-"
+    if found is None:
+        return "not localized (the report was made from results files)"
+    key = (c.case, str(c.a), str(c.b))
+    if key not in found:
+        return "not localized (the two runs are different programs)"
+    origin = found[key]
+    if origin is None:
+        return f"no single statement in the first {min(c.first_apart, MAX_ORIGIN_STEPS)} steps"
+    return str(origin.text())

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..model.results import CaseInfo
 from ..wording import value_text
 from . import svg
-from .curves import Curve, curves, first_apart_text
+from .curves import Curve, curves, first_apart_text, origin_text
 from .differences import slug
 from .html_base import esc, num, pair_styles, prose, table
 from .model import Report
@@ -65,6 +65,7 @@ def summary(report: Report, infos: dict[str, CaseInfo]) -> str:
         "the case claims",
         "steps",
         "first step apart",
+        "where they start to part",
         "largest rel. loss difference (step)",
         "tolerance (abs, rel)",
         "ms/step a",
@@ -82,6 +83,7 @@ def summary(report: Report, infos: dict[str, CaseInfo]) -> str:
                     esc(_claim(c)),
                     num(str(len(c.losses_a)), len(c.losses_a)),
                     num(first_apart_text(c), c.first_apart if c.first_apart is not None else 1e9),
+                    prose(origin_text(c, report.origins)),
                     num(f"{c.max_rel:.2g} (step {c.max_rel_step})", c.max_rel),
                     esc(f"{value_text(c.tolerance.abs)}, {value_text(c.tolerance.rel)}"),
                     num(_ms(c.ms_per_step_a), c.ms_per_step_a),
@@ -140,7 +142,9 @@ def case_block(report: Report, info: CaseInfo) -> str:
                 f"<p>{len(c.losses_a)} steps; the case claims the losses {esc(_claim(c))}"
                 f"{': ' + prose(c.reason) if c.reason else ''}. Largest relative difference "
                 f"{esc(f'{c.max_rel:.2g}')} (step {c.max_rel_step}); apart beyond the tolerance: "
-                f"<b>{esc(first_apart_text(c))}</b>; final weights, largest absolute difference: "
+                f"<b>{esc(first_apart_text(c))}</b>"
+                + (f" (where they start to part: {prose(origin_text(c, report.origins))})" if c.first_apart else "")
+                + "; final weights, largest absolute difference: "
                 f"{esc(_finals(c))}; ms/step {esc(_ms(c.ms_per_step_a))} ({esc(c.a.framework)}), "
                 f"{esc(_ms(c.ms_per_step_b))} ({esc(c.b.framework)}).</p>" + _plots(c, m.label, index)
             )
