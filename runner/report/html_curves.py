@@ -106,7 +106,7 @@ def _plots(c: Curve, machine: str, index: int) -> str:
             svg.Series(str(c.a), [(float(s), v) for s, v in zip(steps, c.losses_a, strict=True)], style_a),
             svg.Series(str(c.b), [(float(s), v) for s, v in zip(steps, c.losses_b, strict=True)], style_b),
         ],
-        title=f"loss: {c.a} vs {c.b}",
+        title="loss at every step",
         x_label="step",
         y_label="loss",
         plot_id=f"curve-{slug(c.case)}-{index}-{slug(machine)}",
@@ -118,7 +118,7 @@ def _plots(c: Curve, machine: str, index: int) -> str:
     marks = [] if c.first_apart is None else [svg.Mark(float(c.first_apart), f"apart at step {c.first_apart}")]
     diff = svg.plot(
         [svg.Series("|a − b| / max", points, style_b), svg.Series("tolerance rel", bound, TOLERANCE)],
-        title=f"relative difference of the loss: {c.a} vs {c.b}",
+        title="relative difference of the loss",
         x_label="step",
         y_label="relative difference",
         plot_id=f"curve-diff-{slug(c.case)}-{index}-{slug(machine)}",
