@@ -151,9 +151,9 @@ for block in range(20):
 
 
 def test_a_cut_shortens_the_timed_loop_or_its_first_block() -> None:
+    from runner.fuzz.origins import cut
     from runner.program.ir import timed_loop
     from runner.program.syntax import parse
-    from runner.report.origins import cut
 
     flat = cut(parse(NESTED.replace("    for step in range(10):\n", "").replace("        ", "    "), where="t"), 3)
     assert flat is not None and timed_loop(flat.body).attrs["count"] == 3  # type: ignore[union-attr]
@@ -169,9 +169,9 @@ def test_a_cut_shortens_the_timed_loop_or_its_first_block() -> None:
 def test_the_origin_of_adams_epsilon_is_the_first_optimizer_step() -> None:
     """Real torch and the real probe: Adam with each framework's epsilon default; the gradients
     of the first step agree, the params after it do not."""
+    from runner.fuzz.origins import find
     from runner.fuzz.pool import WorkerPool
     from runner.program.syntax import parse
-    from runner.report.origins import find
 
     # Gradients near 1e-4: epsilon (1e-8 against 1e-5) changes the first update by about 10 %.
     source = NESTED.replace("sgd(lr=0.1)", "adam(lr=0.01)").replace("mean(lin(x) ** 2)", "mean(lin(x) ** 2) * 0.0001")
@@ -180,3 +180,60 @@ def test_the_origin_of_adams_epsilon_is_the_first_optimizer_step() -> None:
     assert origin is not None
     assert (origin.step, origin.op, origin.what, origin.line) == (1, "step", "values", 10)
     assert origin.text() == "step 1, line 10: `step` (values of lin.weight differ)"
+
+
+TOY_CASE = """
+name = "model_toy"
+kind = "program"
+[program]
+source = '''
+lin = Linear(3, 2)
+x = input(4, 3)
+losses = input(1, init="zeros")
+opt = adam(lr=0.01)
+for step in range(6):
+    loss = mean(lin(x) ** 2)
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    losses = cat(losses, reshape(detach(loss), [1]))
+observe(losses)
+'''
+[[runs]]
+framework = "torch"
+mode = "main"
+[[runs]]
+framework = "burn"
+mode = "main"
+[[pairs]]
+a = "torch/main"
+b = "burn/main"
+same = ["values:losses"]
+reason = "test fixture"
+"""
+
+
+def test_the_report_asks_where_the_curves_of_one_program_start_to_part(tmp_path: Path) -> None:
+    from runner.cases import load_case
+    from runner.report import command, html_page, markdown
+    from runner.report.history import History
+    from runner.results import validate
+
+    doc = model_results()
+    for run, mode in zip(doc["runs"][-2:], ("main", "main"), strict=True):
+        run["mode"] = mode
+    doc["cases"][-1]["pairs"] = [{"a": _ref("torch/main"), "b": _ref("burn/main"), "same": ["values:losses"]}]
+    (tmp_path / "model_toy.toml").write_text(TOY_CASE)
+    case = load_case(tmp_path / "model_toy.toml")
+    asked: list[tuple[str, str, int]] = []
+
+    def localize(requests: list) -> list[str | None]:
+        asked.extend((c.name, variant, up_to) for c, variant, up_to in requests)
+        return ["step 1, line 9: `step` (values of lin.weight differ) <b>"]
+
+    report = command.build([(validate(doc, "fixture"), "fixture")], History(tmp_path / "history"))
+    report.origins = command._origins(report, [case], localize)
+    assert asked == [("model_toy", "main", 4)]
+    assert "step 1, line 9: `step` (values of lin.weight differ) &lt;b>" in markdown.render(report)
+    page = html_page.render(report)
+    assert "step 1, line 9: <code>step</code> (values of lin.weight differ) &lt;b&gt;" in page

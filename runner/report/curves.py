@@ -14,14 +14,13 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from ..model.case import RunRef, Tolerance
 from ..model.results import CaseInfo, Observation, RunRecord
 from .machines import MachineResults
 
 LOSSES = "losses"
-MAX_ORIGIN_STEPS = 8  # `runner.report.origins.MAX_STEPS`
+MAX_ORIGIN_STEPS = 8  # `runner.fuzz.origins.MAX_STEPS`
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,7 @@ def first_apart_text(c: Curve) -> str:
     return "never" if c.first_apart is None else f"step {c.first_apart}"
 
 
-def origin_text(c: Curve, found: dict[tuple[str, str, str], Any] | None) -> str:
+def origin_text(c: Curve, found: dict[tuple[str, str, str], str | None] | None) -> str:
     """Where the curves of `c` start to part (`runner.report.origins`), as the report says it."""
     if c.first_apart is None:
         return "-"
@@ -154,4 +153,4 @@ def origin_text(c: Curve, found: dict[tuple[str, str, str], Any] | None) -> str:
     origin = found[key]
     if origin is None:
         return f"no single statement in the first {min(c.first_apart, MAX_ORIGIN_STEPS)} steps"
-    return str(origin.text())
+    return origin

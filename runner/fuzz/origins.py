@@ -13,28 +13,24 @@ smallest such n, that is an origin there: a difference that every later one inhe
 A timed loop whose body holds a loop (blocks of K steps) is cut inside its first block: the
 outer loop runs once and the inner one n times.
 
-Only `report` runs this, on the cases it ran itself (a report made from results files has none).
+`report` asks for it (`localize`, handed to it by the command line: the report does not import
+the fuzzer) for the pairs of the cases it ran itself whose curves part.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..fuzz.instrument import Site, instrument
-from ..fuzz.localize import RUNS, Label, _first_difference, _site_state, compare_runs
-from ..fuzz.pool import WorkerPool
-from ..model.case import Case, ProgramCase
-from ..model.results import ResultsDocument
+from ..model.case import ProgramCase
 from ..program.data import materialize
 from ..program.ir import ParsedProgram, Settings, timed_loop, walk
-from ..results import case_info
-from .curves import MAX_ORIGIN_STEPS, curve
+from .instrument import Site, instrument
+from .localize import RUNS, Label, _first_difference, _site_state, compare_runs
+from .pool import WorkerPool
 
-MAX_STEPS = MAX_ORIGIN_STEPS
-
-Key = tuple[str, str, str]  # case, run a, run b
+MAX_STEPS = 8
 
 
 @dataclass(frozen=True)
@@ -109,32 +105,15 @@ def find(program: ParsedProgram, seed: int, up_to: int, pool: WorkerPool) -> Ori
     return None
 
 
-def origins(
-    cases: Sequence[Case], doc: ResultsDocument, pool_factory: Callable[[], WorkerPool] = WorkerPool
-) -> dict[Key, Origin | None]:
-    """For every pair of the same variant on both sides whose losses part: its origin."""
-    out: dict[Key, Origin | None] = {}
-    pool: WorkerPool | None = None
-    try:
-        for case in cases:
-            if not isinstance(case, ProgramCase):
-                continue
-            info = case_info(case)
-            for index, pair in enumerate(case.pairs):
-                if pair.a.mode != pair.b.mode or pair.a.mode not in case.programs:
-                    continue
-                a = doc.run((case.name, pair.a.framework, pair.a.mode))
-                b = doc.run((case.name, pair.b.framework, pair.b.mode))
-                if a is None or b is None:
-                    continue
-                c = curve(info, index, a, b)
-                if c is None or c.first_apart is None:
-                    continue
-                recipe = case.programs[pair.a.mode]
-                if pool is None:
-                    pool = pool_factory()
-                out[(case.name, str(pair.a), str(pair.b))] = find(recipe.parsed, recipe.seed, c.first_apart, pool)
-    finally:
-        if pool is not None:
-            pool.close()
+def localize(requests: Sequence[tuple[ProgramCase, str, int]]) -> list[str | None]:
+    """For each (case, variant, step where its curves part): where they start to part, as the
+    report says it (None: no statement in the first steps tried). One pool of workers for all."""
+    out: list[str | None] = []
+    if not requests:
+        return out
+    with WorkerPool() as pool:
+        for case, variant, up_to in requests:
+            recipe = case.programs[variant]
+            found = find(recipe.parsed, recipe.seed, up_to, pool)
+            out.append(None if found is None else found.text())
     return out
