@@ -78,7 +78,8 @@ def test_the_curves_part_at_the_first_step_beyond_the_tolerance() -> None:
     assert c.first_apart == 4 and curves.first_apart_text(c) == "step 4"
     assert c.max_rel_step == 4 and math.isclose(c.max_rel, 0.05 / 0.55)
     assert c.claim == "same"
-    assert c.finals == [("w", 0.25)]
+    assert c.finals == [("w", 0.25, 0.125)]  # run a's largest magnitude is 2
+    assert curves.finals_text(c) == "w 0.25 (rel 0.12)"
     assert c.ms_per_step_a == 1.0 and c.ms_per_step_b == 0.5
 
 

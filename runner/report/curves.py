@@ -38,7 +38,9 @@ class Curve:
     first_apart: int | None  # the first step beyond the tolerance, None: never
     max_rel: float
     max_rel_step: int
-    finals: list[tuple[str, float]]  # (label, largest absolute difference) of the observations after the loop
+    # Of each observation after the loop (the final weights): (label, the largest absolute
+    # difference, that divided by the largest magnitude of run a's values).
+    finals: list[tuple[str, float, float]]
     ms_per_step_a: float | None
     ms_per_step_b: float | None
 
@@ -75,7 +77,7 @@ def ms_per_step(run: RunRecord, steps: int) -> float | None:
     return statistics.median(run.step_ms) / per_iteration if per_iteration > 0 else None
 
 
-def _finals(a: RunRecord, b: RunRecord) -> list[tuple[str, float]]:
+def _finals(a: RunRecord, b: RunRecord) -> list[tuple[str, float, float]]:
     after = {o.label: o for o in b.observations if o.iteration is None and o.values is not None}
     out = []
     for obs in a.observations:
@@ -86,8 +88,15 @@ def _finals(a: RunRecord, b: RunRecord) -> list[tuple[str, float]]:
             continue
         diffs = [abs(float(x) - float(y)) for x, y in zip(obs.values, other.values, strict=True)]
         finite = [d for d in diffs if math.isfinite(d)]
-        out.append((obs.label, max(finite) if finite else math.nan))
+        largest = max(finite) if finite else math.nan
+        scale = max((abs(float(x)) for x in obs.values if math.isfinite(float(x))), default=0.0)
+        out.append((obs.label, largest, largest / scale if scale > 0 else math.nan))
     return out
+
+
+def finals_text(c: Curve) -> str:
+    """`fc1.bias 1.4e-05 (rel 1e-04); ...`: rel is against the largest magnitude of run a's values."""
+    return "; ".join(f"{label} {value:.2g} (rel {rel:.2g})" for label, value, rel in c.finals) or "-"
 
 
 def curve(case: CaseInfo, pair_index: int, a: RunRecord, b: RunRecord) -> Curve | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..model.results import CaseInfo
 from ..wording import value_text
 from . import svg
-from .curves import Curve, curves, first_apart_text, origin_text
+from .curves import Curve, curves, finals_text, first_apart_text, origin_text
 from .differences import slug
 from .html_base import esc, num, pair_styles, prose, table
 from .model import Report
@@ -19,7 +19,8 @@ INTRO = (
     "frameworks; its program collects the loss of every step. The relative difference of a step's "
     "loss is |a − b| / max(|a|, |b|); the two curves part at the first step where |a − b| exceeds "
     "the case's tolerance (abs + rel · max(|a|, |b|), derived from measurement: see each case). "
-    "Final weights: the largest absolute difference of each observation made after the loop. "
+    "Final weights: the largest absolute difference of each observation made after the loop, and "
+    "(rel) that divided by the observation's largest magnitude. "
     "ms/step: the median time of an iteration of the timed loop per training step."
 )
 
@@ -32,16 +33,12 @@ def _claim(c: Curve) -> str:
     return {"same": "agree", "differ": "differ"}.get(c.claim, "no claim")
 
 
-def _finals(c: Curve) -> str:
-    return "; ".join(f"{label} {value:.2g}" for label, value in c.finals) or "-"
-
-
 def _largest_final(c: Curve) -> str:
     """The observation after the loop that differs most (the case's details list them all)."""
     if not c.finals:
         return "-"
-    label, value = max(c.finals, key=lambda item: (item[1] == item[1], item[1]))
-    return f"{label} {value:.2g}" + (f" (largest of {len(c.finals)})" if len(c.finals) > 1 else "")
+    label, value, rel = max(c.finals, key=lambda item: (item[2] == item[2], item[2]))
+    return f"{label} {value:.2g} (rel {rel:.2g})" + (f", the largest of {len(c.finals)}" if len(c.finals) > 1 else "")
 
 
 def all_curves(report: Report, infos: dict[str, CaseInfo]) -> list[tuple[str, list[Curve]]]:
@@ -70,7 +67,7 @@ def summary(report: Report, infos: dict[str, CaseInfo]) -> str:
         "tolerance (abs, rel)",
         "ms/step a",
         "ms/step b",
-        "final weights: largest abs. difference",
+        "final weights: largest difference (rel)",
     ]
     parts = ['<section id="models"><h2>Models trained side by side</h2>', f'<p class="note">{esc(INTRO)}</p>']
     for label, found in per_machine:
@@ -145,7 +142,7 @@ def case_block(report: Report, info: CaseInfo) -> str:
                 f"<b>{esc(first_apart_text(c))}</b>"
                 + (f" (where they start to part: {prose(origin_text(c, report.origins))})" if c.first_apart else "")
                 + "; final weights, largest absolute difference: "
-                f"{esc(_finals(c))}; ms/step {esc(_ms(c.ms_per_step_a))} ({esc(c.a.framework)}), "
+                f"{esc(finals_text(c))}; ms/step {esc(_ms(c.ms_per_step_a))} ({esc(c.a.framework)}), "
                 f"{esc(_ms(c.ms_per_step_b))} ({esc(c.b.framework)}).</p>" + _plots(c, m.label, index)
             )
     return "".join(parts)

@@ -12,7 +12,7 @@ from ..harm import Harm
 from ..wording import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
 from . import fuzzing, operations
 from .changes import expectation_name
-from .curves import curves, first_apart_text, origin_text
+from .curves import curves, finals_text, first_apart_text, origin_text
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
 from .fuzzing import FuzzSection
 from .model import RSS_NOTE, Report, previous_text
@@ -145,7 +145,6 @@ def models(report: Report) -> list[str]:
                 continue
             for c in curves(m, infos[case]):
                 ms = [value_text(v, ".3g") for v in (c.ms_per_step_a, c.ms_per_step_b)]
-                finals = "; ".join(f"{label} {value:.2g}" for label, value in c.finals) or "-"
                 rows.append(
                     [
                         *([m.label] if len(report.machines) > 1 else []),
@@ -157,7 +156,7 @@ def models(report: Report) -> list[str]:
                         f"{value_text(c.tolerance.abs)}, {value_text(c.tolerance.rel)}",
                         first_apart_text(c),
                         origin_text(c, report.origins),
-                        finals,
+                        finals_text(c),
                         f"{ms[0]} / {ms[1]}",
                     ]
                 )
@@ -173,7 +172,7 @@ def models(report: Report) -> list[str]:
         "tolerance (abs, rel)",
         "first step apart",
         "where they start to part",
-        "final weights: largest abs. difference",
+        "final weights: largest abs. difference (rel to their largest magnitude)",
         "ms/step a / b",
     ]
     return ["", "## Models trained side by side", "", *_table(header, rows)]
