@@ -23,6 +23,7 @@ from .errors import ExitCode, Interrupted, RunnerError
 from .escape import terminal
 from .frameworks import FRAMEWORKS
 from .fuzz import command as fuzz_command
+from .fuzz import origins as fuzz_origins
 from .progress import ConsoleReporter
 from .report import command as report_command
 from .results import dump, keep_partial
@@ -71,6 +72,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         module.configure(sub_parser)
         sub_parser.set_defaults(handler=module.run)
+        if module is report_command:
+            # The report asks the fuzzer's localizer where training curves start to part.
+            sub_parser.set_defaults(handler=lambda args: report_command.run(args, localize=fuzz_origins.localize))
     return parser
 
 

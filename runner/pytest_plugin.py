@@ -6,7 +6,9 @@ with readable ids (`p10_ema[burn-detach]`, `p10_ema[torch-detach~burn-without]`)
 The case's runs execute once, when its first item runs; each item then checks
 its own verdicts. A case file that does not load is one failed item
 (`NAME[load]`) naming the file and the key; the other cases still run.
-Every item is marked `slow` (the cases run at full size).
+Every item is marked `slow`. A program case with `[program] test_steps` (a reference model)
+runs its timed loop for that many iterations here, so that the default test suite trains it
+for a few steps; `check` and `report` run it in full.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 from .cases import load_case
 from .engine import check
 from .errors import RunnerError
-from .model.case import Case
+from .model.case import Case, ProgramCase
 from .model.results import ResultsDocument
 from .paths import CASES_DIR
 
@@ -57,6 +59,8 @@ class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         try:
             case = load_case(self.path)
+            if isinstance(case, ProgramCase) and case.program.test_steps is not None:
+                case = load_case(self.path, steps=case.program.test_steps)
         except RunnerError as err:
             yield BrokenCase.from_parent(self, name=f"{self.path.stem}[load]", message=str(err))
             return

@@ -140,7 +140,13 @@ def case_info(case: Case) -> CaseInfo:
             settings = recipe.settings.model_dump() if recipe is not None else {}
             programs[variant] = ProgramInfo(source=source.strip("\n"), **settings)
     return CaseInfo(
-        name=case.name, kind=case.kind, description=case.description, about=case.about, pairs=pairs, programs=programs
+        name=case.name,
+        kind=case.kind,
+        description=case.description,
+        about=case.about,
+        pairs=pairs,
+        programs=programs,
+        tolerance=case.program.tolerance if isinstance(case, ProgramCase) else None,
     )
 
 

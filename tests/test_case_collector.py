@@ -72,3 +72,44 @@ def test_case_items_are_marked_slow(project: pytest.Pytester) -> None:
     )
     # the broken file's item is not a case run, so it is collected and fails even in the fast subset
     result.assert_outcomes(failed=1, deselected=8)
+
+
+# A soft-updated target whose output enters the loss: burn's third backward panics
+# (`cases/target_soft_update.toml`), so `outcome = "ok"` holds only for a loop of at most 2 steps.
+SHORTENED = """
+kind = "program"
+[program]
+test_steps = 2
+source = '''
+online = Linear(4, 3)
+target = Linear(4, 3)
+x = input(8, 4)
+module_no_grad(target)
+opt = sgd(lr=0.1)
+for step in range(50):
+    loss = mean(online(x) ** 2) + mean(target(x) ** 2)
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    soft_update(target, online, 0.1)
+'''
+[[runs]]
+framework = "burn"
+mode = "main"
+expect = { outcome = "ok" }
+"""
+
+
+def test_test_steps_shortens_the_timed_loop_for_the_collector_only(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ncase_paths = mycases\n")
+    folder = pytester.mkdir("mycases")
+    path = folder / "shortened.toml"
+    path.write_text(textwrap.dedent(SHORTENED))
+    result = pytester.runpytest_subprocess("-p", "runner.pytest_plugin", "mycases", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    # `check` runs the loop as written: the third step panics.
+    from runner.cases import load_case
+    from runner.engine import check
+
+    document = check([load_case(path)])
+    assert [run.outcome for run in document.runs] == ["panic"]

@@ -334,6 +334,9 @@ class ProgramSpec(Model):
     checkpoints: list[PositiveInt] = []
     rss_every: NonNegativeInt = 0
     track: str | None = None
+    # The timed loop's iteration count when the pytest case collector runs the case (the default
+    # test suite: a model trained for a few steps); `check` and `report` run it as written.
+    test_steps: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _one_form(self) -> ProgramSpec:

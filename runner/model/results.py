@@ -23,7 +23,7 @@ from .base import (
     PositiveInt,
     ShallowJson,
 )
-from .case import About, Outcome, RunRef
+from .case import About, Outcome, RunRef, Tolerance
 
 M = TypeVar("M", bound=Model)
 
@@ -490,6 +490,9 @@ class CaseInfo(Model):
     about: About | None = None
     pairs: list[PairInfo] = []
     programs: dict[str, ProgramInfo] = {}
+    # A program case's tolerance (`[program] tolerance`): when two observed values count as the
+    # same; the report's loss curves say where they part beyond it. None: not a program case.
+    tolerance: Tolerance | None = None
 
 
 class ResultsDocument(Model):

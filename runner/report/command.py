@@ -34,12 +34,14 @@ from .. import outputs
 from ..argtypes import add_measurement_options, path
 from ..engine import check
 from ..errors import BadInput, Infrastructure, Interrupted, RunnerError
+from ..model.case import Case, ProgramCase
 from ..model.results import ResultsDocument
 from ..progress import ConsoleReporter
 from ..results import bundle, dump, keep_partial, load_results, now, provenance
 from ..signals import say, show
 from . import browser, fuzzing, html_page, markdown, trend, upgrades
 from .changes import changes
+from .curves import curves
 from .differences import differences
 from .history import History
 from .machines import MachineResults, fingerprint, group
@@ -103,7 +105,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _fresh_results(args: argparse.Namespace, before_runs: Callable[[], None]) -> list[tuple[ResultsDocument, str]]:
+def _fresh_results(
+    args: argparse.Namespace, before_runs: Callable[[], None]
+) -> tuple[list[tuple[ResultsDocument, str]], list[Case]]:
     cases = case_files.load_selected(args.cases)
     before_runs()
     try:
@@ -117,7 +121,7 @@ def _fresh_results(args: argparse.Namespace, before_runs: Callable[[], None]) ->
     except Interrupted as stop:
         keep_partial(stop, "report")
         raise
-    return [(doc, "this run")]
+    return [(doc, "this run")], cases
 
 
 def _from_files(paths: list[Path]) -> list[tuple[ResultsDocument, str]]:
@@ -160,7 +164,30 @@ def _check_previous_run(history: History) -> None:
         latest.load()
 
 
-def run(args: argparse.Namespace) -> int:
+# Where a pair's training curves start to part: (case, variant, the step where they part) -> the
+# text, or None (`runner.fuzz.origins.localize`, handed in by the command line).
+Localize = Callable[[list[tuple[ProgramCase, str, int]]], list[str | None]]
+
+
+def _origins(report: Report, ran: list[Case], localize: Localize) -> dict[tuple[str, str, str], str | None]:
+    """Asks `localize` about every pair of the same variant whose curves part (`curves`)."""
+    programs = {c.name: c for c in ran if isinstance(c, ProgramCase)}
+    infos = {info.name: info for m in report.machines for info in m.doc.cases}
+    keys, requests = [], []
+    for machine in report.machines:
+        for name, case in programs.items():
+            if name not in infos:
+                continue
+            for c in curves(machine, infos[name]):
+                if c.first_apart is None or c.a.mode != c.b.mode or c.a.mode not in case.programs:
+                    continue
+                keys.append((c.case, str(c.a), str(c.b)))
+                requests.append((case, c.a.mode, c.first_apart))
+    return dict(zip(keys, localize(requests), strict=True))
+
+
+def run(args: argparse.Namespace, localize: Localize | None = None) -> int:
+    """`localize`: asked where the curves of the pairs that part start to part (None: not asked)."""
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out}: is a file, expected a folder")
@@ -170,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         browser.find()  # before anything runs or is written
     history = History(args.history if args.history is not None else out / "history")
     upgrade_paths = upgrades.default_paths() if args.upgrades is None else args.upgrades
+    ran: list[Case] | None = None
     if args.from_results:
         inputs = _from_files(args.from_results)
         _check_outputs(out, history)
@@ -179,9 +207,11 @@ def run(args: argparse.Namespace) -> int:
             _check_outputs(out, history)
             _check_previous_run(history)
 
-        inputs = _fresh_results(args, before_runs)
+        inputs, ran = _fresh_results(args, before_runs)
     try:
         report = build(inputs, history, upgrade_paths)
+        if ran is not None and localize is not None:
+            report.origins = _origins(report, ran, localize)
         report.fuzz = fuzzing.read(args.fuzz if args.fuzz is not None else fuzzing.DEFAULT)
         page, summary = html_page.render(report), markdown.render(report)
     except RunnerError as err:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..model.results import CaseInfo, RunRecord
 from ..wording import gflops_text, outcome_text, repeated, slope_text, value_text
-from . import svg
+from . import html_curves, svg
 from .code import program_code
 from .differences import slug, summarize
 from .html_base import code_pair, esc, mode_style, num, pair_styles, prose, table, verdict
@@ -315,6 +315,8 @@ def section(report: Report, case: str, info: CaseInfo | None) -> str:
     parts = [f'<section class="case" id="case-{slug(case)}"><h2>Details: case {esc(case)}</h2>']
     if info is not None and info.description:
         parts.append(f"<p>{prose(' '.join(info.description.split()))}</p>")
+    if info is not None:
+        parts.append(html_curves.case_block(report, info))
     pairs = report.pairs(case)
     for m in report.machines:
         if any(r.step_ms for r in m.runs_of(case)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..errors import ExitCode
 from ..model.results import CaseInfo
 from ..wording import observed_text, value_text
-from . import html_cards, html_details, html_fuzz, html_history, html_operations
+from . import html_cards, html_curves, html_details, html_fuzz, html_history, html_operations
 from .differences import slug
 from .html_base import CSS, SCRIPT, esc, table, verdict
 from .model import RSS_NOTE, Report, previous_text
@@ -119,6 +119,7 @@ def _header(report: Report) -> str:
     links = [("#differences", "Differences")]
     links += [("#agreements", "Agreements")] if report.agreeing else []
     links += [("#changes", "Changes"), ("#history", "History")]
+    links += [("#models", "Models")] if any(html_curves.all_curves(report, _infos(report))) else []
     links += [(f"#case-{slug(c)}", f"Case {c}") for c in cases]
     links += [("#operations", "Operations"), ("#expectations", "Expectations"), ("#provenance", "Provenance")]
     nav = " ".join(f'<a href="{href}">{esc(text)}</a>' for href, text in links)
@@ -144,6 +145,7 @@ def render(report: Report) -> str:
         html_cards.failing(report),
         _changes(report),
         html_history.section(report),
+        html_curves.summary(report, infos),
         html_fuzz.section(report.fuzz),
     ]
     parts += [html_details.section(report, case, infos.get(case)) for case in report.cases()]

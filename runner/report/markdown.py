@@ -12,6 +12,7 @@ from ..harm import Harm
 from ..wording import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
 from . import fuzzing, operations
 from .changes import expectation_name
+from .curves import curves, finals_text, first_apart_text, origin_text
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
 from .fuzzing import FuzzSection
 from .model import RSS_NOTE, Report, previous_text
@@ -134,6 +135,49 @@ def _fuzz(fuzz: FuzzSection | None) -> list[str]:
     return out
 
 
+def models(report: Report) -> list[str]:
+    """The models trained side by side (`curves`): one row per pair whose runs collected their losses."""
+    infos = {info.name: info for m in report.machines for info in m.doc.cases}
+    rows = []
+    for m in report.machines:
+        for case in report.cases():
+            if case not in infos:
+                continue
+            for c in curves(m, infos[case]):
+                ms = [value_text(v, ".3g") for v in (c.ms_per_step_a, c.ms_per_step_b)]
+                rows.append(
+                    [
+                        *([m.label] if len(report.machines) > 1 else []),
+                        c.case,
+                        f"{c.a} vs {c.b}",
+                        {"same": "agree", "differ": "differ"}.get(c.claim, "no claim"),
+                        str(len(c.losses_a)),
+                        f"{c.max_rel:.2g} (step {c.max_rel_step})",
+                        f"{value_text(c.tolerance.abs)}, {value_text(c.tolerance.rel)}",
+                        first_apart_text(c),
+                        origin_text(c, report.origins),
+                        finals_text(c),
+                        f"{ms[0]} / {ms[1]}",
+                    ]
+                )
+    if not rows:
+        return []
+    header = [
+        *(["machine"] if len(report.machines) > 1 else []),
+        "case",
+        "pair",
+        "the case claims",
+        "steps",
+        "largest rel. loss difference (step)",
+        "tolerance (abs, rel)",
+        "first step apart",
+        "where they start to part",
+        "final weights: largest abs. difference (rel to their largest magnitude)",
+        "ms/step a / b",
+    ]
+    return ["", "## Models trained side by side", "", *_table(header, rows)]
+
+
 def render(report: Report) -> str:
     machines = report.machines
     out = [
@@ -147,6 +191,8 @@ def render(report: Report) -> str:
     ]
 
     out += differences(report)
+
+    out += models(report)
 
     out += _fuzz(report.fuzz)
 

@@ -56,6 +56,10 @@ class Report:
     upgrades: list[UpgradeCheck] = field(default_factory=list)
     unreadable_upgrades: list[Unreadable] = field(default_factory=list)
     fuzz: FuzzSection | None = None
+    # Where each pair's training curves start to part ((case, run a, run b) -> the text, None: no
+    # single statement found), asked by `report` for the cases it ran (`runner.fuzz.origins`);
+    # None when the report was made from results files.
+    origins: dict[tuple[str, str, str], str | None] | None = None
 
     @property
     def differing(self) -> list[Difference]:

@@ -1,0 +1,165 @@
+"""Training curves: where a model trained side by side parts between the two runs of a pair.
+
+A program that collects its loss at every step into a tensor observed after the loop with
+the label `losses` (the reference models, `cases/model_*.toml`: a one-element placeholder,
+then `losses = cat(losses, reshape(detach(loss), [1]))` each step) gets, for each pair of the
+case whose two runs both observed it: both loss curves, their relative difference at every
+step, the first step at which it is beyond the case's tolerance (None: never), the largest
+absolute difference of every other observation made after the loop (the final weights), and
+each run's time per training step.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from ..model.case import RunRef, Tolerance
+from ..model.results import CaseInfo, Observation, RunRecord
+from .machines import MachineResults
+
+LOSSES = "losses"
+MAX_ORIGIN_STEPS = 8  # `runner.fuzz.origins.MAX_STEPS`
+
+
+@dataclass(frozen=True)
+class Curve:
+    case: str
+    a: RunRef
+    b: RunRef
+    # What the case claims about the losses of this pair: "same", "differ" or "" (nothing).
+    claim: str
+    reason: str
+    tolerance: Tolerance
+    losses_a: list[float]  # the loss of step 1, 2, ... (the placeholder left out)
+    losses_b: list[float]
+    rel: list[float]  # |a - b| / max(|a|, |b|) at each step (0 where both are 0; NaN where either is not finite)
+    first_apart: int | None  # the first step beyond the tolerance, None: never
+    max_rel: float
+    max_rel_step: int
+    # Of each observation after the loop (the final weights): (label, the largest absolute
+    # difference, that divided by the largest magnitude of run a's values).
+    finals: list[tuple[str, float, float]]
+    ms_per_step_a: float | None
+    ms_per_step_b: float | None
+
+
+def _losses(run: RunRecord) -> list[float] | None:
+    found = [o for o in run.observations if o.label == LOSSES and o.iteration is None and o.values is not None]
+    if not found or found[-1].values is None or len(found[-1].values) < 2:
+        return None
+    return [float(v) for v in found[-1].values[1:]]
+
+
+def relative(a: float, b: float) -> float:
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return 0.0 if a == b or (math.isnan(a) and math.isnan(b)) else math.nan
+    scale = max(abs(a), abs(b))
+    return abs(a - b) / scale if scale > 0 else 0.0
+
+
+def apart(a: float, b: float, tolerance: Tolerance) -> bool:
+    """The oracle's rule (`runner.oracles`): beyond `abs + rel * max(|a|, |b|)`; NaN equals NaN."""
+    if math.isnan(a) or math.isnan(b):
+        return not (math.isnan(a) and math.isnan(b))
+    if math.isinf(a) or math.isinf(b):
+        return a != b
+    return abs(a - b) > tolerance.abs + tolerance.rel * max(abs(a), abs(b))
+
+
+def ms_per_step(run: RunRecord, steps: int) -> float | None:
+    """The median time of an iteration of the timed loop, divided by the training steps each
+    iteration runs (a loop of 20 blocks of 10 steps: a tenth of a block)."""
+    if not run.step_ms or steps < 1:
+        return None
+    per_iteration = steps / len(run.step_ms)
+    return statistics.median(run.step_ms) / per_iteration if per_iteration > 0 else None
+
+
+def _finals(a: RunRecord, b: RunRecord) -> list[tuple[str, float, float]]:
+    after = {o.label: o for o in b.observations if o.iteration is None and o.values is not None}
+    out = []
+    for obs in a.observations:
+        other: Observation | None = after.get(obs.label)
+        if obs.label == LOSSES or obs.iteration is not None or obs.values is None or other is None:
+            continue
+        if other.values is None or len(other.values) != len(obs.values):
+            continue
+        diffs = [abs(float(x) - float(y)) for x, y in zip(obs.values, other.values, strict=True)]
+        finite = [d for d in diffs if math.isfinite(d)]
+        largest = max(finite) if finite else math.nan
+        scale = max((abs(float(x)) for x in obs.values if math.isfinite(float(x))), default=0.0)
+        out.append((obs.label, largest, largest / scale if scale > 0 else math.nan))
+    return out
+
+
+def finals_text(c: Curve) -> str:
+    """`fc1.bias 1.4e-05 (rel 1e-04); ...`: rel is against the largest magnitude of run a's values."""
+    return "; ".join(f"{label} {value:.2g} (rel {rel:.2g})" for label, value, rel in c.finals) or "-"
+
+
+def curve(case: CaseInfo, pair_index: int, a: RunRecord, b: RunRecord) -> Curve | None:
+    """The curve of one pair, or None when either run did not observe `losses`."""
+    losses_a, losses_b = _losses(a), _losses(b)
+    if losses_a is None or losses_b is None:
+        return None
+    pair = case.pairs[pair_index]
+    prop = f"values:{LOSSES}"
+    claim = "same" if prop in pair.same else "differ" if prop in pair.differ else ""
+    tolerance = case.tolerance or Tolerance()
+    steps = min(len(losses_a), len(losses_b))
+    rel = [relative(x, y) for x, y in zip(losses_a[:steps], losses_b[:steps], strict=True)]
+    first = next((i + 1 for i in range(steps) if apart(losses_a[i], losses_b[i], tolerance)), None)
+    finite = [(r, i) for i, r in enumerate(rel) if not math.isnan(r)]
+    max_rel, at = max(finite) if finite else (math.nan, 0)
+    return Curve(
+        case=case.name,
+        a=pair.a,
+        b=pair.b,
+        claim=claim,
+        reason=pair.reason,
+        tolerance=tolerance,
+        losses_a=losses_a,
+        losses_b=losses_b,
+        rel=rel,
+        first_apart=first,
+        max_rel=max_rel,
+        max_rel_step=at + 1,
+        finals=_finals(a, b),
+        ms_per_step_a=ms_per_step(a, len(losses_a)),
+        ms_per_step_b=ms_per_step(b, len(losses_b)),
+    )
+
+
+def curves(machine: MachineResults, case: CaseInfo) -> list[Curve]:
+    """Every pair of `case` whose runs on `machine` both observed `losses`."""
+    out = []
+    for index, pair in enumerate(case.pairs):
+        a = machine.run((case.name, pair.a.framework, pair.a.mode))
+        b = machine.run((case.name, pair.b.framework, pair.b.mode))
+        if a is None or b is None:
+            continue
+        found = curve(case, index, a, b)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def first_apart_text(c: Curve) -> str:
+    return "never" if c.first_apart is None else f"step {c.first_apart}"
+
+
+def origin_text(c: Curve, found: dict[tuple[str, str, str], str | None] | None) -> str:
+    """Where the curves of `c` start to part (`runner.report.origins`), as the report says it."""
+    if c.first_apart is None:
+        return "-"
+    if found is None:
+        return "not localized (the report was made from results files)"
+    key = (c.case, str(c.a), str(c.b))
+    if key not in found:
+        return "not localized (the two runs are different programs)"
+    origin = found[key]
+    if origin is None:
+        return f"no single statement in the first {min(c.first_apart, MAX_ORIGIN_STEPS)} steps"
+    return origin
