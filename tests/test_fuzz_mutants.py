@@ -59,6 +59,7 @@ def unchanged() -> set[str]:
 
 @pytest.mark.cargo
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_each_mutant_is_found_within_a_fixed_number_of_programs(mutant_probe, unchanged, mutant):
     oracle, op = MUTANTS[mutant]

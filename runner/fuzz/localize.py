@@ -521,7 +521,10 @@ class Localizer:
             # The documented cause, tried: without clipping the step must agree, or it is not that.
             unclipped = self._without_clipping(cand)
             if unclipped is not None and self._still(cand, unclipped) is True:
-                known_id = None
+                # what stays is judged (and attributed) on the step without the documented cause
+                cand.replay = cand.context = unclipped
+                known_id = known.match(d, unclipped)
+                known_id = None if known_id == known.CLIP_NORM else known_id
         if known_id is not None:
             judged.divergences[f"known:{known_id}"] += 1
             return
