@@ -348,3 +348,14 @@ def test_the_operation_table_lists_every_operation_and_the_cases_that_use_it(ren
     rows = {r.name: r for r in operations.rows([info])}
     assert rows["detach"].cases == ("c",) and rows["observe"].cases == ("c",) and rows["exp"].cases == ()
     assert rows["no_grad"].burn is False
+
+
+def test_the_case_links_wait_behind_a_disclosure_so_the_headline_stays_on_the_first_screen(rendered):
+    _, out = rendered
+    html = (out / "report.html").read_text()
+    header = html[html.index("<header>") : html.index("</header>")]
+    cases = header[header.index('<details class="toc-cases">') :]
+    assert "<summary>Cases (" in cases and 'href="#case-p10_ema"' in cases
+    # the sections stay one tap away, outside the disclosure
+    before = header[: header.index('<details class="toc-cases">')]
+    assert 'href="#differences"' in before and 'href="#case-' not in before

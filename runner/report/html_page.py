@@ -120,9 +120,11 @@ def _header(report: Report) -> str:
     links += [("#agreements", "Agreements")] if report.agreeing else []
     links += [("#changes", "Changes"), ("#history", "History")]
     links += [("#models", "Models")] if any(html_curves.all_curves(report, _infos(report))) else []
-    links += [(f"#case-{slug(c)}", f"Case {c}") for c in cases]
     links += [("#operations", "Operations"), ("#expectations", "Expectations"), ("#provenance", "Provenance")]
     nav = " ".join(f'<a href="{href}">{esc(text)}</a>' for href, text in links)
+    # The cases behind a disclosure: dozens of links would push the headline off a phone's first screen.
+    case_links = " ".join(f'<a href="#case-{slug(c)}">{esc(c)}</a>' for c in cases)
+    nav += f' <details class="toc-cases"><summary>Cases ({len(cases)})</summary>{case_links}</details>' if cases else ""
     return (
         "<header><h1>burn-torch-diff: where burn differs from PyTorch</h1>"
         f'<p class="status {status_cls}">{esc(report.status())}</p>'
