@@ -481,6 +481,7 @@ def test_planted_bugs_of_four_classes_are_each_found_once_and_attributed(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.long  # 600 programs per bug; the four at once in 64 programs run by default (above)
 @pytest.mark.parametrize("bug", sorted(PLANTED))
 def test_a_planted_bug_is_found_attributed_and_written_once(tmp_path, bug):
     setup, (oracle, op) = PLANTED[bug]

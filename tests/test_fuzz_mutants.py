@@ -5,7 +5,7 @@ classes (a gradient, a value at an edge, an optimizer rule, an autodiff flag) mu
 within a fixed number of programs, attributed to its operation, as one root cause.
 
 The short version of the same recall, with the bugs planted in a stand-in burn, runs in the
-default suite (`tests/test_fuzz.py::test_a_planted_bug_is_found_attributed_and_written_once`).
+default suite (`tests/test_fuzz.py::test_planted_bugs_of_four_classes_are_each_found_once_and_attributed`).
 """
 
 from __future__ import annotations

@@ -265,6 +265,7 @@ def test_a_side_that_did_not_build_is_a_build_break_for_every_burn_run():
 
 @pytest.mark.slow
 @pytest.mark.cargo
+@pytest.mark.long  # the whole catalogue twice (about a minute): `python3 -m pytest -m long`
 def test_same_version_on_both_sides_is_all_same(tmp_path):
     out = run_cli("p10_ema", "--from", "0.22.1", "--to", "0.22.1", "--steps", "450", "-q", "--out", str(tmp_path))
     report = json.loads((tmp_path / "upgrade.json").read_text())

@@ -240,9 +240,12 @@ def write(cause: Cause, folder: Path, seed: int, outcomes: dict[str, str]) -> Wr
 
 
 def program_of(case: Path, variant: str = "minimal") -> ParsedProgram:
-    """A program a found case holds (for replays)."""
+    """A program a found case holds (for replays): the variant asked for, else the case's single
+    program, else its first variant (a case judged by hand may name its variants for what they show;
+    its reproducer is written from the first)."""
     program = tomllib.loads(case.read_text()).get("program", {})
-    source = program.get("variants", {}).get(variant) or program.get("source")
+    variants = program.get("variants", {})
+    source = variants.get(variant) or program.get("source") or next(iter(variants.values()), None)
     if not isinstance(source, str):
         raise ValueError(f"{case}: no [program] variant {variant!r}")
     return syntax.parse(source, where=str(case))
