@@ -350,12 +350,12 @@ def test_the_operation_table_lists_every_operation_and_the_cases_that_use_it(ren
     assert rows["no_grad"].burn is False
 
 
-def test_the_case_links_wait_behind_a_disclosure_so_the_headline_stays_on_the_first_screen(rendered):
-    _, out = rendered
-    html = (out / "report.html").read_text()
-    header = html[html.index("<header>") : html.index("</header>")]
-    cases = header[header.index('<details class="toc-cases">') :]
-    assert "<summary>Cases (" in cases and 'href="#case-p10_ema"' in cases
-    # the sections stay one tap away, outside the disclosure
-    before = header[: header.index('<details class="toc-cases">')]
-    assert 'href="#differences"' in before and 'href="#case-' not in before
+def test_many_case_links_wait_behind_a_disclosure_so_the_headline_stays_on_the_first_screen():
+    from runner.report.html_page import CASE_LINKS_INLINE, case_links
+
+    few = [f"c{i}" for i in range(CASE_LINKS_INLINE)]
+    assert "<details" not in case_links(few) and 'href="#case-c0"' in case_links(few)
+    many = [*few, "p10_ema", "<x>"]
+    html = case_links(many)
+    assert html.startswith(' <details class="toc-cases"><summary>Cases (10)</summary>')
+    assert 'href="#case-p10_ema"' in html and "&lt;x&gt;" in html and "<x>" not in html

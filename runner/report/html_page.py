@@ -110,6 +110,18 @@ def _infos(report: Report) -> dict[str, CaseInfo]:
     return found
 
 
+CASE_LINKS_INLINE = 8  # more case links than this wait behind a disclosure
+
+
+def case_links(cases: list[str]) -> str:
+    """The header's links to the case sections: a few inline; many behind a "Cases (N)"
+    disclosure, since dozens of links would push the headline off a phone's first screen."""
+    links = " ".join(f'<a href="#case-{slug(c)}">Case {esc(c)}</a>' for c in cases)
+    if len(cases) <= CASE_LINKS_INLINE:
+        return f" {links}" if links else ""
+    return f' <details class="toc-cases"><summary>Cases ({len(cases)})</summary>{links}</details>'
+
+
 def _header(report: Report) -> str:
     status_cls = "ok" if report.exit_code == ExitCode.OK else "attention"
     burns = ", ".join(dict.fromkeys(m.provenance.burn or "?" for m in report.machines))
@@ -122,9 +134,7 @@ def _header(report: Report) -> str:
     links += [("#models", "Models")] if any(html_curves.all_curves(report, _infos(report))) else []
     links += [("#operations", "Operations"), ("#expectations", "Expectations"), ("#provenance", "Provenance")]
     nav = " ".join(f'<a href="{href}">{esc(text)}</a>' for href, text in links)
-    # The cases behind a disclosure: dozens of links would push the headline off a phone's first screen.
-    case_links = " ".join(f'<a href="#case-{slug(c)}">{esc(c)}</a>' for c in cases)
-    nav += f' <details class="toc-cases"><summary>Cases ({len(cases)})</summary>{case_links}</details>' if cases else ""
+    nav += case_links(cases)
     return (
         "<header><h1>burn-torch-diff: where burn differs from PyTorch</h1>"
         f'<p class="status {status_cls}">{esc(report.status())}</p>'
