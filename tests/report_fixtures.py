@@ -6,9 +6,10 @@ x86_64 machine (2 cores, shared), one after the other: in the first, torch's
 RSS grew by 1.96 MiB per 1000 steps, so three expectations do not hold; in the
 second all 45 hold.
 
-`data/p10_results_v2_400steps.json` is a real, unedited schema-2 document
-(`check p10_ema --steps 400 --json`, after the hardening of issue 11: memory
-limits, `partial`), the base the renderers' property tests mutate besides
+`data/p10_results_v2_400steps.json` is a real schema-2 document (`check
+p10_ema --steps 400 --json`, after the hardening of issue 11: memory limits,
+`partial`), unedited but for one case source, which cited a file outside this
+repository and now cites `docs/p10-experiment.md`; the base the renderers' property tests mutate besides
 the two above.
 
 The helpers below derive TEST fixtures from them (a second machine, a later
