@@ -153,19 +153,23 @@ GROWTH_WARMUP, GROWTH_WINDOW = 20, 50
 
 
 def growth(torch_run: RawRun, burn_run: RawRun) -> Divergence | None:
-    """Step time of a generated loop: grows (last 50 iterations over iterations 21-70 above 3x) on
-    one side and stays flat (below 1.5x) on the other."""
+    """`step_growth` of two recorded runs."""
+    return step_growth((torch_run.outcome, torch_run.step_ms), (burn_run.outcome, burn_run.step_ms))
 
-    def ratio(run: RawRun) -> float | None:
-        ms = run.step_ms
-        if run.outcome != "ok" or len(ms) < GROWTH_WARMUP + 2 * GROWTH_WINDOW:
+
+def step_growth(torch: tuple[str, Sequence[float]], burn: tuple[str, Sequence[float]]) -> Divergence | None:
+    """Step time of a generated loop, from each side's (outcome, step times): grows (last 50
+    iterations over iterations 21-70 above 3x) on one side and stays flat (below 1.5x) on the other."""
+
+    def ratio(outcome: str, ms: Sequence[float]) -> float | None:
+        if outcome != "ok" or len(ms) < GROWTH_WARMUP + 2 * GROWTH_WINDOW:
             return None
         ref = sorted(ms[GROWTH_WARMUP : GROWTH_WARMUP + GROWTH_WINDOW])
         last = sorted(ms[-GROWTH_WINDOW:])
         mid_ref, mid_last = ref[len(ref) // 2], last[len(last) // 2]
         return mid_last / mid_ref if mid_ref > 0 else None
 
-    rt, rb = ratio(torch_run), ratio(burn_run)
+    rt, rb = ratio(*torch), ratio(*burn)
     if rt is None or rb is None:
         return None
     if (rb > GROWS and rt < FLAT) or (rt > GROWS and rb < FLAT):

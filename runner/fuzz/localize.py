@@ -45,7 +45,7 @@ from ..program import data as program_data
 from ..program.ir import ParsedProgram, timed_loop, walk
 from . import known
 from .instrument import FLAG_OPS, OPTIMIZER_STEP, Site, instrument, original_index, pure, renumber
-from .judge import CONDITIONING, OVERFLOW, Divergence
+from .judge import CONDITIONING, OVERFLOW, Divergence, step_growth
 from .pool import WorkerPool
 from .replay import Arg, arg_of, flag_replay, kind_of, op_replay, optimizer_of, step_replay
 
@@ -1046,23 +1046,7 @@ def _status(t: Result, b: Result) -> Divergence | None:
 
 
 def _growth(t: Result, b: Result) -> Divergence | None:
-    from .judge import FLAT, GROWS, GROWTH_WARMUP, GROWTH_WINDOW
-
-    def ratio(run: Result) -> float | None:
-        ms = run.get("step_ms") or []
-        if run["outcome"] != "ok" or len(ms) < GROWTH_WARMUP + 2 * GROWTH_WINDOW:
-            return None
-        ref = sorted(ms[GROWTH_WARMUP : GROWTH_WARMUP + GROWTH_WINDOW])
-        last = sorted(ms[-GROWTH_WINDOW:])
-        mid = ref[len(ref) // 2]
-        return last[len(last) // 2] / mid if mid > 0 else None
-
-    rt, rb = ratio(t), ratio(b)
-    if rt is None or rb is None:
-        return None
-    if (rb > GROWS and rt < FLAT) or (rt > GROWS and rb < FLAT):
-        return Divergence("growth", None, {"torch_ratio": rt, "burn_ratio": rb, "a": f"x{rt:.2f}", "b": f"x{rb:.2f}"})
-    return None
+    return step_growth((t["outcome"], t.get("step_ms") or []), (b["outcome"], b.get("step_ms") or []))
 
 
 def _fmt(x: Any) -> str:
