@@ -75,12 +75,13 @@ class _Worker:
         self.stdin.flush()
         return self.next_id
 
-    def send_many(self, programs: list[dict[str, Any]], dtype: str) -> int:
-        """One request for many programs: the worker runs them in one call (burn: `run_programs`).
-        Written by a thread: a request larger than the pipe's buffer must not block the sender
-        while the worker is still busy with the previous one."""
+    def send_many(self, programs_json: str, dtype: str) -> int:
+        """One request for many programs (`programs_json`: their list, encoded once for every
+        lane it goes to): the worker runs them in one call (burn: `run_programs`). Written by a
+        thread: a request larger than the pipe's buffer must not block the sender while the
+        worker is still busy with the previous one."""
         self.next_id += 1
-        line = json.dumps({"id": self.next_id, "programs": programs, "dtype": dtype}) + "\n"
+        line = f'{{"id": {self.next_id}, "dtype": {json.dumps(dtype)}, "programs": {programs_json}}}\n'
 
         def feed() -> None:
             try:
@@ -245,17 +246,18 @@ class WorkerPool:
         if not programs:
             return {run: [] for run in runs}
         sent: list[tuple[tuple[str, str], _Worker, int]] = []
+        encoded = json.dumps(programs)
         lanes: dict[str, int] = {}
         for fw, dtype in runs:
             lanes[fw] = lanes.get(fw, 0) + 1
             lane = fw if lanes[fw] == 1 else f"{fw}:{dtype}"
             worker = self._worker(lane)
             try:
-                sent.append(((fw, dtype), worker, worker.send_many(programs, dtype)))
+                sent.append(((fw, dtype), worker, worker.send_many(encoded, dtype)))
             except (BrokenPipeError, OSError):
                 self._drop(lane)
                 worker = self._worker(lane)
-                sent.append(((fw, dtype), worker, worker.send_many(programs, dtype)))
+                sent.append(((fw, dtype), worker, worker.send_many(encoded, dtype)))
         out: dict[tuple[str, str], list[Result]] = {}
         # A batch's deadline: the per-program timeout, twice (batches are small and fast; a hang
         # costs this once, then the per-program reruns find it).
