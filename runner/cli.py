@@ -77,7 +77,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         if module is report_command:
             # The report asks the fuzzer's localizer where training curves start to part.
             sub_parser.set_defaults(handler=lambda args: report_command.run(args, localize=fuzz_origins.localize))
-    port = sub.add_parser("port", help="port a user's PyTorch module to burn and check it", description=port_command.HELP)
+    port = sub.add_parser(
+        "port", help="port a user's PyTorch module to burn and check it", description=port_command.HELP
+    )
     port_command.configure(port)
     port.set_defaults(handler=port_command.run)
     return parser

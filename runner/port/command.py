@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
-from pathlib import Path
 
 from ..argtypes import path, positive_int
 from ..contract.ops import OPS, unsupported
@@ -54,7 +54,7 @@ def optimizer_text(text: str) -> str:
         node = None
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OPTIMIZERS) or node.args:
         raise argparse.ArgumentTypeError(
-            f"an optimizer call such as \"adamw(lr=1e-3)\" ({', '.join(OPTIMIZERS)} with keyword arguments); got {quote(text)}"
+            f'an optimizer call such as "adamw(lr=1e-3)" ({", ".join(OPTIMIZERS)} with keyword arguments); got {quote(text)}'
         )
     spec = OPS[node.func.id]
     parts = []
@@ -65,7 +65,9 @@ def optimizer_text(text: str) -> str:
             value = value.operand  # type: ignore[attr-defined]
         if kw.arg is None or spec.attr(kw.arg) is None or not isinstance(value, ast.Constant):
             valid = ", ".join(a.name for a in spec.attrs)
-            raise argparse.ArgumentTypeError(f"{node.func.id}: keywords with number values, from {valid}; got {quote(text)}")
+            raise argparse.ArgumentTypeError(
+                f"{node.func.id}: keywords with number values, from {valid}; got {quote(text)}"
+            )
         v = value.value
         if isinstance(v, bool):
             parts.append(f"{kw.arg}={v}")
@@ -79,7 +81,9 @@ def optimizer_text(text: str) -> str:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="FILE.py:CLASS", help="the module: a Python file and a torch.nn.Module class in it")
+    parser.add_argument(
+        "target", metavar="FILE.py:CLASS", help="the module: a Python file and a torch.nn.Module class in it"
+    )
     parser.add_argument("--args", metavar="JSON", help="keyword arguments for the class, as a JSON object")
     parser.add_argument(
         "--input",
@@ -99,14 +103,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--classes", type=positive_int, metavar="N", help="classes (checked against the output)")
     parser.add_argument(
-        "--optimizer", type=optimizer_text, default="adam(lr=0.001)", metavar="'adamw(lr=1e-3)'",
+        "--optimizer",
+        type=optimizer_text,
+        default="adam(lr=0.001)",
+        metavar="'adamw(lr=1e-3)'",
         help="the optimizer, as the program language writes it (default: adam(lr=0.001))",
     )
     parser.add_argument("--steps", type=positive_int, default=20, metavar="N", help="training steps (default 20)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the module's initialization (torch.manual_seed) and of the inputs' data (default 0)")
-    parser.add_argument("--weights", metavar="STATE_DICT.pt", help="initial weights, read with torch.load(weights_only=True)")
     parser.add_argument(
-        "--out", type=path, metavar="DIR", help="write the case file, the PyTorch script and the burn crate here (a new folder)"
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the module's initialization (torch.manual_seed) and of the inputs' data (default 0)",
+    )
+    parser.add_argument(
+        "--weights", metavar="STATE_DICT.pt", help="initial weights, read with torch.load(weights_only=True)"
+    )
+    parser.add_argument(
+        "--out",
+        type=path,
+        metavar="DIR",
+        help="write the case file, the PyTorch script and the burn crate here (a new folder)",
     )
 
 
@@ -121,7 +139,9 @@ def _burn_refusals(conv: convert.Conversion, parsed: object) -> list[Refusal]:
         lacks = unsupported("burn", st.op, st.attrs)
         if lacks is not None:
             info = conv.lines.get(st.line)
-            out.append(Refusal(info.where if info else None, "burn lacks", f"{info.user if info else st.op}: {lacks[1]}"))
+            out.append(
+                Refusal(info.where if info else None, "burn lacks", f"{info.user if info else st.op}: {lacks[1]}")
+            )
     return out
 
 
@@ -172,7 +192,25 @@ def run(args: argparse.Namespace) -> int:
             name, conv.source, f"{name}.npz", verdicts, title, burn_text, fix, _largest_rel(verdicts)
         )
         full_report = report + "\n\n## Names\n\n" + write.mapping(conv) + "\n"
-        files = write.write_all(args.out, name, case, conv.arrays, program, full_report, title)
+        result = json.dumps(
+            {
+                "target": args.target,
+                "agree": verdicts.agree,
+                "forward": verdicts.forward,
+                "gradients": verdicts.gradients,
+                "update": verdicts.update,
+                "curve": verdicts.curve,
+                "first_parting_step": verdicts.first_parting_step,
+                "parting": verdicts.parting.text() if verdicts.parting else None,
+                "parting_module": verdicts.parting.user if verdicts.parting else None,
+                "explained_by": [e.case for e in verdicts.explanations],
+                "outcomes": verdicts.outcomes,
+                "losses": verdicts.losses,
+                "modules": conv.modules,
+            },
+            indent=1,
+        )
+        files = write.write_all(args.out, name, case, conv.arrays, program, full_report, title, result)
         show(f"written under {terminal(str(args.out))}: {len(files)} files")
         show(f"  the case: python3 -m runner check {terminal(str(args.out / (name + '.toml')))}")
         show(f"  the burn crate: cd {terminal(str(args.out / (name + '_burn')))} && cargo run --release")
@@ -223,6 +261,3 @@ def _report(args: argparse.Namespace, loaded: load.Loaded, conv: convert.Convers
         lines.append("  losses torch: " + " ".join(f"{x:.6g}" for x in t[1:shown]))
         lines.append("  losses burn:  " + " ".join(f"{x:.6g}" for x in b[1:shown]))
     return "\n".join(lines)
-
-
-__all__ = ["HELP", "configure", "run", "Path"]

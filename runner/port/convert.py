@@ -132,7 +132,12 @@ def _given(owner_attrs: Sequence[Any], attrs: dict[str, Any]) -> dict[str, Any]:
                 default = attrs[default]
             if default is not None and value == default and type(value) is type(default):
                 continue
-            if default is not None and isinstance(value, float) and isinstance(default, (int, float)) and value == default:
+            if (
+                default is not None
+                and isinstance(value, float)
+                and isinstance(default, (int, float))
+                and value == default
+            ):
                 continue
         elif spec.default is not REQUIRED and value == spec.default:
             continue
@@ -170,6 +175,7 @@ def module_declaration(m: Any) -> tuple[str, dict[str, Any], str] | None:
     an activation-like module (an operation); `Refused` for one it cannot take."""
     import torch.nn as nn
 
+    attrs: dict[str, Any]
     if isinstance(m, nn.Linear):
         return "Linear", {"d_in": m.in_features, "d_out": m.out_features, "bias": m.bias is not None}, "linear"
     if isinstance(m, (nn.Conv1d, nn.Conv2d)):
@@ -193,14 +199,23 @@ def module_declaration(m: Any) -> tuple[str, dict[str, Any], str] | None:
         if not m.track_running_stats or m.momentum is None:
             raise Refused("BatchNorm without running statistics or with momentum=None (a cumulative average)")
         kind = "batch_norm2d" if isinstance(m, nn.BatchNorm2d) else "batch_norm1d"
-        attrs = {"num_features": m.num_features, "eps": float(m.eps), "momentum": float(m.momentum), "affine": m.affine}
+        attrs = {
+            "num_features": m.num_features,
+            "eps": float(m.eps),
+            "momentum": float(m.momentum),
+            "affine": m.affine,
+        }
         return ("BatchNorm2d" if kind == "batch_norm2d" else "BatchNorm1d"), attrs, kind
     if isinstance(m, nn.LayerNorm):
         if len(m.normalized_shape) != 1:
             raise Refused(f"LayerNorm over {len(m.normalized_shape)} dims (the language normalizes the last one)")
         if m.elementwise_affine and m.bias is None:
             raise Refused("LayerNorm(bias=False) with a weight (the language's has both or neither)")
-        attrs = {"normalized_shape": m.normalized_shape[0], "eps": float(m.eps), "elementwise_affine": m.elementwise_affine}
+        attrs = {
+            "normalized_shape": m.normalized_shape[0],
+            "eps": float(m.eps),
+            "elementwise_affine": m.elementwise_affine,
+        }
         return "LayerNorm", attrs, "layer_norm"
     if isinstance(m, nn.GroupNorm):
         attrs = {"num_groups": m.num_groups, "num_channels": m.num_channels, "eps": float(m.eps), "affine": m.affine}
@@ -208,7 +223,7 @@ def module_declaration(m: Any) -> tuple[str, dict[str, Any], str] | None:
     if isinstance(m, nn.Embedding):
         if m.max_norm is not None or m.scale_grad_by_freq or m.sparse:
             raise Refused("Embedding with max_norm, scale_grad_by_freq or sparse")
-        attrs: dict[str, Any] = {"num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim}
+        attrs = {"num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim}
         if m.padding_idx is not None:
             attrs["padding_idx"] = m.padding_idx
         return "Embedding", attrs, "embedding"
@@ -440,7 +455,9 @@ class Converter:
         if type(m) in (nn.MaxPool2d, nn.AvgPool2d):
             return self.pool(m, x, qual)
         if type(m) is nn.AdaptiveAvgPool2d:
-            return self.op("adaptive_avg_pool2d", [x], {"output_size": _square(m.output_size, "output_size")}, user=qual)
+            return self.op(
+                "adaptive_avg_pool2d", [x], {"output_size": _square(m.output_size, "output_size")}, user=qual
+            )
         raise Refused(f"the module torch.nn.{type(m).__name__} (no module kind of the language)")
 
     def pool(self, m: Any, x: Any, qual: str) -> T:
@@ -460,7 +477,16 @@ class Converter:
         return self.op("avg_pool2d", [x], attrs, user=qual)
 
     def attention(self, prog: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        names = ["query", "key", "value", "key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal"]
+        names = [
+            "query",
+            "key",
+            "value",
+            "key_padding_mask",
+            "need_weights",
+            "attn_mask",
+            "average_attn_weights",
+            "is_causal",
+        ]
         bound = dict(zip(names, args)) | kwargs
         for k in ("key_padding_mask", "attn_mask"):
             if bound.get(k) is not None:
@@ -567,7 +593,16 @@ class Converter:
         if name in ("gt", "lt") and isinstance(args[0], T) and isinstance(args[1], T):
             a, b = self.same_rank(args[0], args[1])
             return self.emit(f"{name}({a.name}, {b.name})", self.shape_of(), "bool")
-        symbols = {"add": "+", "iadd": "+", "sub": "-", "isub": "-", "mul": "*", "imul": "*", "truediv": "/", "matmul": "@"}
+        symbols = {
+            "add": "+",
+            "iadd": "+",
+            "sub": "-",
+            "isub": "-",
+            "mul": "*",
+            "imul": "*",
+            "truediv": "/",
+            "matmul": "@",
+        }
         if name in symbols:
             return self.binary(symbols[name], *args)
         if name == "neg":
@@ -777,22 +812,54 @@ class Converter:
     def fn_masked_fill(self, x: Any, mask: Any, value: Any) -> T:
         return self.emit(f"masked_fill({x.name}, {mask.name}, {_num(value)})", self.shape_of())
 
-    def fn_max_pool2d(self, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> T:
+    def fn_max_pool2d(
+        self,
+        x: Any,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        dilation: Any = 1,
+        ceil_mode: bool = False,
+        return_indices: bool = False,
+    ) -> T:
         if ceil_mode or return_indices:
             raise Refused("max_pool2d with ceil_mode or return_indices")
         k = _square(kernel_size, "kernel_size")
         s = _square(stride if stride not in (None, []) else k, "stride")
         return self.op(
-            "max_pool2d", [x], {"kernel_size": k, "stride": s, "padding": _square(padding, "padding"), "dilation": _square(dilation, "dilation")}
+            "max_pool2d",
+            [x],
+            {
+                "kernel_size": k,
+                "stride": s,
+                "padding": _square(padding, "padding"),
+                "dilation": _square(dilation, "dilation"),
+            },
         )
 
-    def fn_avg_pool2d(self, x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Any = None) -> T:
+    def fn_avg_pool2d(
+        self,
+        x: Any,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: Any = None,
+    ) -> T:
         if ceil_mode or divisor_override is not None:
             raise Refused("avg_pool2d with ceil_mode or divisor_override")
         k = _square(kernel_size, "kernel_size")
         s = _square(stride if stride not in (None, []) else k, "stride")
         return self.op(
-            "avg_pool2d", [x], {"kernel_size": k, "stride": s, "padding": _square(padding, "padding"), "count_include_pad": count_include_pad}
+            "avg_pool2d",
+            [x],
+            {
+                "kernel_size": k,
+                "stride": s,
+                "padding": _square(padding, "padding"),
+                "count_include_pad": count_include_pad,
+            },
         )
 
     def fn_adaptive_avg_pool2d(self, x: Any, output_size: Any) -> T:
@@ -810,7 +877,9 @@ class Converter:
             raise Refused(f"{op} with {', '.join(kw)}")
         return self.op(op, [a, b], attrs)
 
-    def fn_cross_entropy(self, a: Any, b: Any, *rest: Any, reduction: str = "mean", label_smoothing: float = 0.0, **kw: Any) -> T:
+    def fn_cross_entropy(
+        self, a: Any, b: Any, *rest: Any, reduction: str = "mean", label_smoothing: float = 0.0, **kw: Any
+    ) -> T:
         if rest:
             raise Refused("cross_entropy with positional arguments after the target")
         return self.loss("cross_entropy", a, b, {"reduction": reduction, "label_smoothing": float(label_smoothing)}, kw)

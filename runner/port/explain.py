@@ -20,7 +20,6 @@ from ..fuzz.judge import Divergence
 from ..program.ir import ParsedProgram, Stmt, walk
 
 if TYPE_CHECKING:
-    from .compare import Parting
     from .convert import Conversion
 
 # The catalogue case of an omitted default, by the operation or module kind that omits it.
@@ -33,10 +32,16 @@ DEFAULT_CASES = {
     "gelu": "gelu_exact_vs_tanh",
 }
 KIND_CASES = {
-    "batch_norm1d": ("batch_norm_running_var", "BatchNorm updates its running variance with the biased batch "
-                     "variance in burn, the unbiased one in torch (visible after eval())"),
-    "batch_norm2d": ("batch_norm_running_var", "BatchNorm updates its running variance with the biased batch "
-                     "variance in burn, the unbiased one in torch (visible after eval())"),
+    "batch_norm1d": (
+        "batch_norm_running_var",
+        "BatchNorm updates its running variance with the biased batch "
+        "variance in burn, the unbiased one in torch (visible after eval())",
+    ),
+    "batch_norm2d": (
+        "batch_norm_running_var",
+        "BatchNorm updates its running variance with the biased batch "
+        "variance in burn, the unbiased one in torch (visible after eval())",
+    ),
     "embedding": ("embedding_padding_idx", "burn's Embedding has no padding_idx: the padding row is trained"),
 }
 
@@ -75,11 +80,18 @@ def _defaults(spec_attrs: Any, attrs: Any) -> str:
 
 
 def explain(
-    parsed: ParsedProgram, parting: Parting | None, conv: Conversion, burn: dict[str, Any], torch: dict[str, Any]
+    parsed: ParsedProgram,
+    line: int | None,
+    what: str | None,
+    conv: Conversion,
+    burn: dict[str, Any],
+    torch: dict[str, Any],
 ) -> list[Explanation]:
+    """What explains a parting at program line `line` (None: no statement found) in `what`
+    (values, grads, flags)."""
     out: list[Explanation] = []
     stmts = {s.line: s for s in walk(parsed.body)}
-    stmt = stmts.get(parting.line) if parting is not None else None
+    stmt = stmts.get(line) if line is not None else None
     if stmt is not None:
         module = _module_of(parsed, stmt)
         p = _dropout_p(module)
@@ -127,8 +139,14 @@ def explain(
                                 True,
                             )
                         )
-        if stmt.op == "detach" and stmt.args and any(t.name == stmt.args[0] and t.role == "param" for t in parsed.tensors):
-            out.append(Explanation("no_grad_vs_detach", "a detach: burn's detach() of a param still requires grad", True))
+        if (
+            stmt.op == "detach"
+            and stmt.args
+            and any(t.name == stmt.args[0] and t.role == "param" for t in parsed.tensors)
+        ):
+            out.append(
+                Explanation("no_grad_vs_detach", "a detach: burn's detach() of a param still requires grad", True)
+            )
     if not out:
         # Not at the parting statement: what in the program the registry knows.
         outcome_t, outcome_b = torch.get("outcome"), burn.get("outcome")
@@ -144,7 +162,7 @@ def explain(
                 },
             )
         else:
-            d = Divergence(parting.what if parting else "values", None, {})
+            d = Divergence(what or "values", None, {})
         found = known.match(d, parsed)
         if found is not None:
             entry = next(k for k in known.REGISTRY if k.id == found)

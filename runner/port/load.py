@@ -57,8 +57,8 @@ def _user_frame(file: Path, tb: Any) -> str:
     """`file:line` of the deepest frame of the traceback in the user's file (else the deepest)."""
     frames = traceback.extract_tb(tb)
     mine = [f for f in frames if Path(f.filename).resolve() == file]
-    frame = (mine or frames or [None])[-1]
-    return f"{frame.filename}:{frame.lineno}" if frame is not None else str(file)
+    chosen = mine or list(frames)
+    return f"{chosen[-1].filename}:{chosen[-1].lineno}" if chosen else str(file)
 
 
 def load(target: str, args: str | None, weights: str | None, seed: int = 0) -> Loaded:
@@ -80,13 +80,17 @@ def load(target: str, args: str | None, weights: str | None, seed: int = 0) -> L
     try:
         spec.loader.exec_module(pymod)
     except Exception as err:
-        raise BadInput(f"{path}: importing it raised {type(err).__name__}: {err} ({_user_frame(file, err.__traceback__)})") from None
+        raise BadInput(
+            f"{path}: importing it raised {type(err).__name__}: {err} ({_user_frame(file, err.__traceback__)})"
+        ) from None
     finally:
         sys.path.remove(str(file.parent))
     cls = getattr(pymod, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
         found = sorted(
-            n for n, v in vars(pymod).items() if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == name
+            n
+            for n, v in vars(pymod).items()
+            if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == name
         )
         raise BadInput(
             f"{path}: no torch.nn.Module class {quote(class_name)}; its module classes: {', '.join(found) or 'none'}"
@@ -116,7 +120,9 @@ def load_weights(module: Any, weights: str) -> None:
     try:
         state = torch.load(weights, map_location="cpu", weights_only=True)
     except Exception as err:
-        raise BadInput(f"--weights {quote(weights)}: not a state dict torch.load(weights_only=True) reads: {err}") from None
+        raise BadInput(
+            f"--weights {quote(weights)}: not a state dict torch.load(weights_only=True) reads: {err}"
+        ) from None
     if not isinstance(state, dict):
         raise BadInput(f"--weights {quote(weights)}: a state dict (a dict of tensors), not {type(state).__name__}")
     try:

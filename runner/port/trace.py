@@ -87,7 +87,9 @@ def user_where(user_file: Path, frames: list[traceback.FrameSummary]) -> Where |
     return None
 
 
-def _encoder_layer(layer: Any, src: Any, src_mask: Any = None, src_key_padding_mask: Any = None, is_causal: bool = False) -> Any:
+def _encoder_layer(
+    layer: Any, src: Any, src_mask: Any = None, src_key_padding_mask: Any = None, is_causal: bool = False
+) -> Any:
     """`TransformerEncoderLayer.forward` in training, without masks: its `_sa_block` and
     `_ff_block` (the module's own methods, so its submodules are called by their names)."""
     x = src
@@ -118,7 +120,7 @@ def trace(module: Any, inputs: list[InputSpec], user_file: Path, seed: int = 0) 
     decomposed = {torch.nn.TransformerEncoder: _encoder, torch.nn.TransformerEncoderLayer: _encoder_layer}
     containers = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 
-    class Tracer(fx.Tracer):  # type: ignore[misc]
+    class Tracer(fx.Tracer):
         def is_leaf_module(self, m: Any, qualified_name: str) -> bool:
             if type(m) in decomposed or isinstance(m, containers):
                 return False
@@ -143,7 +145,9 @@ def trace(module: Any, inputs: list[InputSpec], user_file: Path, seed: int = 0) 
 
             return super().call_module(m, forward, args, kwargs)
 
-        def create_node(self, kind: str, target: Any, args: Any, kwargs: Any, name: Any = None, type_expr: Any = None) -> Any:
+        def create_node(
+            self, kind: str, target: Any, args: Any, kwargs: Any, name: Any = None, type_expr: Any = None
+        ) -> Any:
             node = super().create_node(kind, target, args, kwargs, name, type_expr)
             where = user_where(user_file, traceback.extract_stack())
             if where is not None:
@@ -185,7 +189,9 @@ def trace(module: Any, inputs: list[InputSpec], user_file: Path, seed: int = 0) 
     except Exception as err:
         where = user_where(user_file, traceback.extract_tb(err.__traceback__))
         if not traced.refusals or not isinstance(err, fx.proxy.TraceError):
-            traced.refusals.append(Refusal(where, "trace", f"torch.fx cannot trace forward: {type(err).__name__}: {err}"))
+            traced.refusals.append(
+                Refusal(where, "trace", f"torch.fx cannot trace forward: {type(err).__name__}: {err}")
+            )
         return traced
     traced.graph = graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -214,28 +220,45 @@ def example_inputs(inputs: list[InputSpec], seed: int) -> list[Any]:
 
 def _propagate_shapes(module: Any, graph: Any, inputs: list[InputSpec], seed: int) -> None:
     """Every node's value for example inputs (`node.meta["value"]`): shapes, and the numbers a
-    `size()` gives, on a copy of the module (its buffers change in training)."""
+    `size()` gives, on a copy of the module (its buffers change in training). The graph is run
+    node by node here, not through a `GraphModule`: torch.fx writes module names into the Python
+    source of its generated `forward` without escaping them, so a name with a quote in it would
+    make that code fail (or do something else)."""
     import torch
     import torch.fx as fx
 
     copied = copy.deepcopy(module)
-    gm = fx.GraphModule(copied, graph)
     values: dict[str, Any] = {}
+    examples = iter(example_inputs(inputs, seed))
 
-    class Recorder(fx.Interpreter):  # type: ignore[misc]
-        def run_node(self, n: Any) -> Any:
-            result = super().run_node(n)
-            values[n.name] = result
-            return result
+    def load(a: Any) -> Any:
+        return fx.node.map_arg(a, lambda n: values[n.name])
 
     try:
-        Recorder(gm).run(*example_inputs(inputs, seed))
+        for n in graph.nodes:
+            if n.op == "placeholder":
+                values[n.name] = next(examples)
+            elif n.op == "get_attr":
+                obj: Any = copied
+                for part in str(n.target).split("."):
+                    obj = getattr(obj, part)
+                values[n.name] = obj
+            elif n.op == "call_module":
+                values[n.name] = copied.get_submodule(str(n.target))(*load(n.args), **load(n.kwargs))
+            elif n.op == "call_function":
+                values[n.name] = n.target(*load(n.args), **load(n.kwargs))
+            elif n.op == "call_method":
+                args = load(n.args)
+                values[n.name] = getattr(args[0], str(n.target))(*args[1:], **load(n.kwargs))
+            elif n.op == "output":
+                values[n.name] = load(n.args[0])
     except Exception as err:
-        raise BadInput(f"forward with inputs {[s.describe() for s in inputs]} raised {type(err).__name__}: {err}") from None
+        raise BadInput(
+            f"forward with inputs {[s.describe() for s in inputs]} raised {type(err).__name__}: {err}"
+        ) from None
     for n in graph.nodes:
         value = values.get(n.name)
         n.meta["value"] = value
         if isinstance(value, torch.Tensor):
             n.meta["shape"] = tuple(value.shape)
             n.meta["dtype"] = "int" if not value.is_floating_point() else "float"
-

@@ -8,7 +8,8 @@ are renamed into place when every one is written.
 - `NAME_burn/`, a cargo crate with the burn port (`runner.program.rust`): the modules are the
   fields of its `#[derive(Module)] struct Model`, named after the user's modules
   (`encoder.layers.0.norm1` -> `encoder_layers_0_norm1`), the training loop its `main`;
-- `REPORT.md`, what the command printed, with the map from the program's names to the user's.
+- `REPORT.md`, what the command printed, with the map from the program's names to the user's;
+  `RESULT.json`, the verdicts and every step's loss on each side (torch, burn, torch in float64).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import tomli_w
 
 from ..errors import BadInput, Infrastructure
-from ..escape import quote
+from ..escape import quote, terminal
 from ..program import render_torch
 from ..program.ir import Program
 from ..program.rust.crate import write_reproducer
@@ -74,6 +75,7 @@ def write_all(
     program: Program,
     report: str,
     title: str,
+    result: str,
 ) -> list[Path]:
     """Everything under `out` (created; it must not hold anything yet), or nothing."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -87,6 +89,7 @@ def write_all(
         (staging / f"{name}_torch.py").write_text(render_torch.render(program, title=title))
         write_reproducer(program, staging / f"{name}_burn", name, title=title)
         (staging / "REPORT.md").write_text(report)
+        (staging / "RESULT.json").write_text(result)
         if out.exists():
             out.rmdir()
         os.replace(staging, out)
@@ -103,5 +106,12 @@ def mapping(conv: Conversion) -> str:
     """The program's module names and the user's, as a Markdown table."""
     rows = ["| in the program and the burn crate | in your module |", "|---|---|"]
     for prog, user in conv.modules.items():
-        rows.append(f"| `{prog}` | `{user}` |")
+        rows.append(f"| `{prog}` | {markdown_code(user)} |")
     return "\n".join(rows)
+
+
+def markdown_code(text: str) -> str:
+    """`text` as inline code in a Markdown table cell: control characters shown escaped, no
+    backtick or pipe left to end the code span or the cell."""
+    shown = terminal(text).replace("`", "'").replace("|", "\\|")
+    return f"`{shown}`"

@@ -1,6 +1,5 @@
 """A dense autoencoder trained to reconstruct its input."""
 
-import torch
 import torch.nn as nn
 
 
