@@ -73,9 +73,12 @@ def _with_programs(case: ProgramCase, path: Path, steps: int | None = None) -> P
     spec = case.program
     programs: dict[str, program_data.Recipe] = {}
     counts = {}
+    arrays = program_data.read_values(path.parent / spec.data, f"{path} [program.data]") if spec.data else None
     for variant, source in spec.sources().items():
         where = f"{path} [program.{'source' if spec.source is not None else 'variants.' + variant}]"
         parsed = syntax.parse(source, where=where)
+        if arrays is not None:
+            parsed = program_data.with_values(parsed, arrays, f"{path} [program.data] {spec.data}")
         if steps is not None:
             loop = timed_loop(parsed.body)
             if loop is None:

@@ -1,7 +1,8 @@
 """`burn-torch-diff ...` (or `python3 -m runner ...`): the command line.
 
 Subcommands: `check` (here), `report` (runner.report.command),
-`upgrade-check` (runner.upgrade.command) and `fuzz` (runner.fuzz.command). Each command module has
+`upgrade-check` (runner.upgrade.command), `fuzz` (runner.fuzz.command) and `port`
+(runner.port.command). Each command module has
 `configure(parser)` and `run(args) -> int`.
 
 Exit codes: 0 every expectation holds (or nothing changed); 1 one does not (or
@@ -24,6 +25,7 @@ from .escape import terminal
 from .frameworks import FRAMEWORKS
 from .fuzz import command as fuzz_command
 from .fuzz import origins as fuzz_origins
+from .port import command as port_command
 from .progress import ConsoleReporter
 from .report import command as report_command
 from .results import dump, keep_partial
@@ -75,6 +77,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         if module is report_command:
             # The report asks the fuzzer's localizer where training curves start to part.
             sub_parser.set_defaults(handler=lambda args: report_command.run(args, localize=fuzz_origins.localize))
+    port = sub.add_parser(
+        "port", help="port a user's PyTorch module to burn and check it", description=port_command.HELP
+    )
+    port_command.configure(port)
+    port.set_defaults(handler=port_command.run)
     return parser
 
 

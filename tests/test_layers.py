@@ -52,9 +52,11 @@ def test_the_contracts_say_what_the_layers_are():
     top = next(c for c in contracts() if c.get("containers") == ["runner"])
     layers = top["layers"]
     assert isinstance(layers, list)
-    # the CLI on top; the products independent of each other, side by side below it
+    # the CLI on top; `port` (which uses the fuzzer's localizer) below it; the products
+    # independent of each other, side by side below those
     assert layers[1] == "cli"
-    products = {name.strip() for name in layers[2].split("|")}
+    assert layers[2] == "port"
+    products = {name.strip() for name in layers[3].split("|")}
     assert {"report", "upgrade", "fuzz"} <= products
     assert top["exhaustive"] is True  # a new module must be given its layer
 

@@ -337,6 +337,9 @@ class ProgramSpec(Model):
     # The timed loop's iteration count when the pytest case collector runs the case (the default
     # test suite: a model trained for a few steps); `check` and `report` run it as written.
     test_steps: PositiveInt | None = None
+    # Initial values from a numpy `.npz` archive next to the case file (a file name, no folder):
+    # each key names a declared tensor (`fc1.weight`, `x`), which takes its values from the file.
+    data: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\.npz$")] | None = None
 
     @model_validator(mode="after")
     def _one_form(self) -> ProgramSpec:

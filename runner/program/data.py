@@ -10,12 +10,17 @@ int tensors, 0/1 for bool tensors.
 from __future__ import annotations
 
 import math
+import os
+import stat
+import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from pydantic import ValidationError
 
 from ..errors import BadInput
+from ..escape import quote
 from .ir import ParsedProgram, Program, Settings, TensorDecl, TensorSpec, timed_loop
 
 INIT_DOC = {
@@ -125,3 +130,66 @@ class Recipe:
     def make(self) -> Program:
         """The program with its data (`materialize`)."""
         return materialize(self.parsed, self.seed, self.settings)
+
+
+# ---- initial values from a data file next to the case ------------------------------------------
+
+MAX_DATA_FILE_BYTES = 512 << 20
+"""A data file's size: far above what MAX_TOTAL_ELEMENTS float32 values take (64 MiB)."""
+
+
+def read_values(path: Path, where: str) -> dict[str, np.ndarray]:
+    """The arrays of a `.npz` file (numpy's own archive, read without pickle), by key; `BadInput`
+    naming `where`, the file and what is wrong (missing, not a regular file, not an npz archive,
+    an array of objects)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise BadInput(f"{where}: data file {quote(str(path))} does not exist") from None
+    except OSError as err:
+        raise BadInput(f"{where}: cannot read data file {quote(str(path))}: {err.strerror or err}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(f"{where}: data file {quote(str(path))} is not a regular file")
+    if info.st_size > MAX_DATA_FILE_BYTES:
+        raise BadInput(f"{where}: data file {quote(str(path))} has {info.st_size} bytes; at most {MAX_DATA_FILE_BYTES}")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise BadInput(f"{where}: data file {quote(str(path))} is not an .npz archive (numpy.savez)")
+            return {key: archive[key] for key in archive.files}
+    except BadInput:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+        raise BadInput(f"{where}: data file {quote(str(path))} is not a readable .npz archive: {err}") from None
+
+
+def with_values(parsed: ParsedProgram, arrays: dict[str, np.ndarray], where: str) -> ParsedProgram:
+    """`parsed` with the tensors named in `arrays` made from those values (init 'values'); every key
+    must name a declared tensor of the same shape, with finite values (integers for an int tensor,
+    0/1 for a bool one). `BadInput` naming `where` and the key."""
+    by_name = {t.name: i for i, t in enumerate(parsed.tensors)}
+    tensors = list(parsed.tensors)
+    for key, array in arrays.items():
+        index = by_name.get(key)
+        if index is None:
+            known = ", ".join(quote(t.name) for t in parsed.tensors[:12]) or "none"
+            raise BadInput(f"{where}: key {quote(key)} names no declared tensor; declared: {known}")
+        spec = tensors[index]
+        if list(array.shape) != list(spec.shape):
+            raise BadInput(
+                f"{where}: key {quote(key)} has shape {list(array.shape)}; the program declares {list(spec.shape)}"
+            )
+        if array.dtype.kind not in "fiub":
+            raise BadInput(f"{where}: key {quote(key)}: numbers expected, not dtype {array.dtype}")
+        flat = np.asarray(array, dtype=np.float64).reshape(-1)
+        try:
+            tensors[index] = TensorSpec.model_validate(
+                {
+                    **spec.model_dump(exclude={"init", "values", "high", "fan_in", "zero_row"}),
+                    "init": "values",
+                    "values": flat.tolist(),
+                }
+            )
+        except ValidationError as e:
+            raise BadInput(f"{where}: key {quote(key)}: {e.errors()[0].get('msg', e)}") from None
+    return ParsedProgram.model_construct(tensors=tensors, modules=parsed.modules, body=parsed.body)
