@@ -53,6 +53,42 @@ fn to_python<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<B
     pythonize::pythonize(py, value).map_err(|err| PyValueError::new_err(err.to_string()))
 }
 
+/// Runs `run` with the GIL released, calling `progress` (unless it is absent or `None`) with
+/// each checkpoint it reports, as a dict; an exception the callback raises stops the run at
+/// that checkpoint and is re-raised. Returns the run's result as a dict.
+fn with_progress<'py, C, R>(
+    py: Python<'py>,
+    progress: Option<Bound<'py, PyAny>>,
+    run: impl Send + FnOnce(&mut dyn FnMut(&C) -> ControlFlow<()>) -> R,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    C: serde::Serialize,
+    R: serde::Serialize + Send,
+{
+    let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(Bound::unbind);
+    let mut callback_error: Option<PyErr> = None;
+    let result = py.detach(|| {
+        run(&mut |checkpoint| {
+            let Some(callback) = progress.as_ref() else {
+                return ControlFlow::Continue(());
+            };
+            Python::attach(|py| {
+                match to_python(py, checkpoint).and_then(|d| callback.bind(py).call1((d,))) {
+                    Ok(_) => ControlFlow::Continue(()),
+                    Err(err) => {
+                        callback_error = Some(err);
+                        ControlFlow::Break(())
+                    }
+                }
+            })
+        })
+    });
+    if let Some(err) = callback_error {
+        return Err(err);
+    }
+    to_python(py, &result)
+}
+
 /// Runs the p10 loop once and returns what it measured as a dict.
 ///
 /// `progress`, if given, is called with each checkpoint's dict as it is
@@ -125,29 +161,9 @@ fn run_p10<'py>(
         .validate()
         .map_err(|err| PyValueError::new_err(err.to_string()))?;
 
-    let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
-    let mut callback_error: Option<PyErr> = None;
-    let result = py.detach(|| {
-        p10::run(&config, &mut |checkpoint| {
-            let Some(callback) = progress.as_ref() else {
-                return ControlFlow::Continue(());
-            };
-            Python::attach(|py| {
-                let called = to_python(py, checkpoint).and_then(|d| callback.bind(py).call1((d,)));
-                match called {
-                    Ok(_) => ControlFlow::Continue(()),
-                    Err(err) => {
-                        callback_error = Some(err);
-                        ControlFlow::Break(())
-                    }
-                }
-            })
-        })
-    });
-    if let Some(err) = callback_error {
-        return Err(err);
-    }
-    to_python(py, &result)
+    with_progress(py, progress, |on_checkpoint| {
+        p10::run(&config, on_checkpoint)
+    })
 }
 
 fn program_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Program> {
@@ -182,29 +198,9 @@ fn run_program<'py>(
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let program = program_arg("ir_json", ir_json)?;
-    let progress: Option<Py<PyAny>> = progress.filter(|p| !p.is_none()).map(Bound::unbind);
-    let mut callback_error: Option<PyErr> = None;
-    let result = py.detach(|| {
-        program::run(&program, &mut |checkpoint| {
-            let Some(callback) = progress.as_ref() else {
-                return ControlFlow::Continue(());
-            };
-            Python::attach(|py| {
-                let called = to_python(py, checkpoint).and_then(|d| callback.bind(py).call1((d,)));
-                match called {
-                    Ok(_) => ControlFlow::Continue(()),
-                    Err(err) => {
-                        callback_error = Some(err);
-                        ControlFlow::Break(())
-                    }
-                }
-            })
-        })
-    });
-    if let Some(err) = callback_error {
-        return Err(err);
-    }
-    to_python(py, &result)
+    with_progress(py, progress, |on_checkpoint| {
+        program::run(&program, on_checkpoint)
+    })
 }
 
 /// A result for a panic that escaped the interpreter's own capture.
