@@ -121,7 +121,9 @@ def plan(program: Program, region: ForwardRegion) -> Plan:
         ops = operands(st, params)
         read = {n for n, _ in ops.reads} & local
         if read:
-            raise ForwardUnfit(f"statement [{st.index}] (line {st.line}) reads `{sorted(read)[0]}`, made in the forward")
+            raise ForwardUnfit(
+                f"statement [{st.index}] (line {st.line}) reads `{sorted(read)[0]}`, made in the forward"
+            )
         bound = {n for n, _ in ops.defs} & set(defined)
         if bound:
             raise ForwardUnfit(f"statement [{st.index}] (line {st.line}) binds `{sorted(bound)[0]}` too")

@@ -19,17 +19,7 @@ from ..ir import ModuleDecl, Program, Stmt, TensorDecl, timed_loop, walk
 from . import families, literals
 from .families.base import Arg, Call, Declaration, ModuleTensor
 from .forward import ForwardRegion, ForwardUnfit, Plan, plan
-from .liveness import (
-    HELD,
-    INPLACE,
-    LEARNING_RATE,
-    LEARNING_RATE_READ,
-    learning_rate,
-    liveness,
-    operands,
-    schedules,
-    tensor_names,
-)
+from .liveness import HELD, INPLACE, LEARNING_RATE, LEARNING_RATE_READ, learning_rate, liveness, schedules, tensor_names
 from .names import RustNames, unread
 from .state import (
     LEARNING_RATE_TYPE,
@@ -1086,7 +1076,9 @@ class Generator:
         note = f"{where}: the forward (`Model::forward` above)"
         out = plan.region.output
         expr = f"{model}.forward({', '.join(exprs)})"
-        self.write(state, ctx, out, self.kept(plan.defines_output, "out"), expr, self.forward.out, depth, None, note, tail)
+        self.write(
+            state, ctx, out, self.kept(plan.defines_output, "out"), expr, self.forward.out, depth, None, note, tail
+        )
 
     def forward_body(self, types: Sequence[Ty]) -> Ty:
         """The method's body (this generator's lines, at depth 2): the region's statements with the
