@@ -19,13 +19,14 @@ import pytest
 from runner import cases as case_files
 from runner.cli import main
 from runner.errors import BadInput
-from runner.port import command, convert, load, trace
+from runner.port import command, convert, load, trace, write
 from runner.port.trace import InputSpec
 from runner.program import render_torch, syntax
 from runner.program.data import materialize, with_values
 from runner.program.ir import Settings
 from runner.program.rust.crate import render as render_crate
 from runner.program.rust.crate import write_workspace
+from runner.program.rust.forward import ForwardRegion
 
 DATA = Path(__file__).parent / "data" / "port"
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,6 +162,122 @@ def test_hostile_module_names_become_identifiers_and_escaped_text(tmp_path):
     assert "\n<script>" not in table and "`|" not in table
 
 
+def _program_of(conv: convert.Conversion):
+    parsed = with_values(syntax.parse(conv.source, where="t"), conv.arrays, "t")
+    return materialize(parsed, 0, Settings(checkpoints=[2]))
+
+
+def test_the_crate_has_the_users_forward_as_a_method_that_main_calls():
+    conv = _convert(
+        "dqn.py:DQN", [InputSpec((4, 8)), InputSpec((4,), "int", 4), InputSpec((4,)), InputSpec((4, 8))], "output"
+    )
+    program = _program_of(conv)
+    region = write.forward_region(conv, program, "`DQN.forward` of dqn.py.")
+    assert region is not None and region.inputs == ("obs", "actions", "rewards", "next_obs")
+    notes: list[str] = []
+    main_rs = render_crate(program, title="t", forward=region, notes=notes)["src/main.rs"]
+    assert not notes
+    signature = (
+        "    pub fn forward(&self, obs: Tensor<2>, actions: Tensor<1, Int>, rewards: Tensor<1>, next_obs: Tensor<2>) "
+        "-> Tensor<1> {"
+    )
+    assert signature in main_rs
+    method, rest = main_rs.split("fn main() {")
+    assert "impl Model {" in method and "/// `DQN.forward` of dqn.py." in method
+    # every statement converted from forward is in the method, none in main, which calls it
+    for st in program.statements():
+        tag = f"// [{st.index}] line {st.line}"
+        assert (tag in method) == (st.index in region.statements), tag
+    assert "self.q_net_0.forward(obs)" in method and "model." not in method
+    assert (
+        "let t_smooth_l1_loss = model.forward(obs.clone(), actions.clone(), rewards.clone(), next_obs.clone());" in rest
+    )
+    # without a region, the generic reproducer is what it was: no method
+    plain = render_crate(program, title="t")["src/main.rs"]
+    assert "impl Model" not in plain and "fn forward" not in plain
+    assert "self.q_net_0" not in plain and "model.q_net_0.forward(obs.clone())" in plain
+
+
+HOSTILE_SOURCE = (
+    # a forward whose parameters are named like the generated code's own names and Rust keywords
+    # (`self` is not its receiver), reading a buffer
+    "import torch\nimport torch.nn as nn\n\n\nclass H(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n        self.fc = nn.Linear(3, 4)\n"
+    "        self.register_buffer('scale', torch.linspace(0.5, 2.0, 4))\n\n"
+    "    def forward(this, self, fn, model, device):\n"
+    "        return this.fc(self + fn) * this.scale + model * device\n"
+)
+HOSTILE_ARGV = ["--input", "2x3", "--input", "2x3", "--input", "2x4", "--input", "2x4", "--loss", "mse_loss"]
+
+
+def test_hostile_forward_parameter_names_and_a_buffer_become_arguments(tmp_path):
+    src = tmp_path / "h.py"
+    src.write_text(HOSTILE_SOURCE)
+    inputs = [InputSpec((2, 3)), InputSpec((2, 3)), InputSpec((2, 4)), InputSpec((2, 4))]
+    loaded = load.load(f"{src}:H", None, None)
+    traced = trace.trace(loaded.module, inputs, loaded.file)
+    conv = convert.convert(traced, inputs, loss="mse_loss", classes=None, optimizer="sgd(lr=0.1)", steps=2)
+    assert not conv.refusals
+    program = _program_of(conv)
+    region = write.forward_region(conv, program, 'H.forward"); panic!("x\n*/ fn evil() {}')
+    main_rs = render_crate(program, title="t", forward=region)["src/main.rs"]
+    assert (
+        "pub fn forward(&self, self_: Tensor<2>, fn_: Tensor<2>, model_: Tensor<2>, device_: Tensor<2>, "
+        "scale: Tensor<1>) -> Tensor<2> {"
+    ) in main_rs
+    assert "model.forward(self_.clone(), fn_.clone(), model_.clone(), device_.clone(), scale.clone())" in main_rs
+    # the doc comment stays one comment line
+    assert '    /// H.forward"); panic!("x */ fn evil() {}\n' in main_rs
+    assert "\nfn evil" not in main_rs and "\n*/" not in main_rs
+
+
+FALLBACK_SOURCE = """\
+x = input(2, 3)
+w = param(3, 3)
+opt = sgd(lr=0.1)
+for step in range(2):
+    h = x @ w
+    a = relu(h)
+    y = sigmoid(a)
+    loss = mean(y)
+    zero_grad(opt)
+    backward(loss)
+    step(opt)
+    observe(a)
+"""
+
+
+@pytest.mark.parametrize(
+    ("statements", "output", "reason"),
+    [
+        ((2, 3, 5), "loss", "interleave with other statements"),  # h, a, loss without y
+        ((2, 3, 4), "y", "statement [9] (line 12) reads `a`, made in the forward"),  # observe(a)
+        ((2, 3, 4, 5, 6), "loss", "statement [6] (line 9, `zero_grad`) is no plain computation"),
+        ((2, 3), "y", "`y` is not made by the forward's statements"),
+    ],
+)
+def test_a_region_that_cannot_be_a_method_stays_inline_and_says_why(statements, output, reason):
+    program = materialize(syntax.parse(FALLBACK_SOURCE, where="t"), 0, Settings(checkpoints=[2]))
+    region = ForwardRegion(statements, ("x",), output)
+    notes: list[str] = []
+    main_rs = render_crate(program, title="t", forward=region, notes=notes)["src/main.rs"]
+    assert len(notes) == 1 and reason in notes[0], notes
+    assert "fn forward" not in main_rs and "impl Model" not in main_rs
+    comment = next(line for line in main_rs.splitlines() if line.startswith("// The forward's statements are inline"))
+    assert reason in comment
+    # the rest of main.rs is the generic reproducer's
+    assert main_rs.replace(comment + "\n", "") == render_crate(program, title="t")["src/main.rs"]
+
+
+def test_a_region_that_is_a_method_reads_the_param_from_self():
+    program = materialize(syntax.parse(FALLBACK_SOURCE, where="t"), 0, Settings(checkpoints=[2]))
+    main_rs = render_crate(program, title="t", forward=ForwardRegion(range(2, 4), ("x",), "a"))["src/main.rs"]
+    assert "pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {" in main_rs
+    assert "let h = x.matmul(self.w.val());" in main_rs and "activation::relu(h)  // [3] line 6" in main_rs
+    # its output is read twice after it (by y and by the observation): cloned, then moved
+    assert "let a = model.forward(x.clone());" in main_rs
+
+
 def test_a_case_file_takes_initial_values_from_its_npz(tmp_path):
     case = tmp_path / "c.toml"
     body = (
@@ -273,16 +390,33 @@ def test_the_generated_crates_reproduce_the_burn_run(tmp_path):
     cargo = require_tool("cargo", "builds the generated burn crates")
     crates = {}
     losses = {}
-    for name in ("mlp", "dqn"):
+    calls = {
+        "mlp": "let head_out = model.forward(x.clone());",
+        "dqn": "let t_smooth_l1_loss = model.forward(obs.clone(), actions.clone(), rewards.clone(), next_obs.clone());",
+        "hostile": "model.forward(self_.clone(), fn_.clone(), model_.clone(), device_.clone(), scale.clone());",
+    }
+    (tmp_path / "h.py").write_text(HOSTILE_SOURCE)
+    for name in calls:
         out = tmp_path / name
-        _, result = _port(name, out)
+        if name == "hostile":
+            argv = [str(tmp_path / "h.py:H"), *HOSTILE_ARGV, "--steps", "5", "--out", str(out)]
+            main(["port", *argv])
+            result = json.loads((out / "RESULT.json").read_text())
+        else:
+            _, result = _port(name, out)
         crate = next(p for p in out.iterdir() if p.name.endswith("_burn"))
+        main_rs = (crate / "src" / "main.rs").read_text()
+        # the user's forward is a method of the model, which the training loop calls
+        assert "impl Model {" in main_rs and "    pub fn forward(&self, " in main_rs
+        assert calls[name] in main_rs.split("fn main() {")[1]
         crates[crate.name] = crate
         losses[crate.name] = result["losses"]["burn"]
     names = write_workspace(tmp_path / "ws", crates, lockfile=ROOT / "Cargo.lock")
     env = dict(os.environ)
     env.setdefault("CARGO_TARGET_DIR", str(Path.home() / ".cache" / "burn-torch-diff" / "target"))
-    subprocess.run([cargo, "build", "--release"], cwd=tmp_path / "ws", env=env, check=True, capture_output=True)
+    built = subprocess.run([cargo, "build", "--release"], cwd=tmp_path / "ws", env=env, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-4000:]
+    assert "warning" not in built.stderr, built.stderr[-4000:]
     for key, binary in zip(crates, names):
         ran = subprocess.run(
             [str(Path(env["CARGO_TARGET_DIR"]) / "release" / binary)], capture_output=True, text=True, check=True

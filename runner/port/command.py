@@ -210,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
             },
             indent=1,
         )
-        files = write.write_all(args.out, name, case, conv.arrays, program, full_report, title, result)
+        about = f"`{loaded.class_name}.forward` of {loaded.file.name}, as the port converted it."
+        forward = write.forward_region(conv, program, about)
+        files = write.write_all(args.out, name, case, conv.arrays, program, full_report, title, result, forward)
         show(f"written under {terminal(str(args.out))}: {len(files)} files")
         show(f"  the case: python3 -m runner check {terminal(str(args.out / (name + '.toml')))}")
         show(f"  the burn crate: cd {terminal(str(args.out / (name + '_burn')))} && cargo run --release")

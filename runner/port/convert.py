@@ -89,6 +89,8 @@ class Conversion:
     params: dict[str, str]  # program tensor name -> the user's state_dict key
     output: T | None = None
     refusals: list[Refusal] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    """The program names of the forward's parameters, in order (`Names.give` of the user's)."""
 
 
 class Names:
@@ -268,6 +270,7 @@ class Converter:
         self.modules: dict[str, str] = {}  # qualified -> program module name
         self.kinds: dict[str, str] = {}
         self.frozen: list[str] = []
+        self.input_names: list[str] = []
         self.refusals: list[Refusal] = []
         self.node: Any = None
         self.state = {k: v.detach() for k, v in traced.root.state_dict(keep_vars=True).items()}
@@ -363,6 +366,7 @@ class Converter:
             index = [n for n in self.traced.graph.nodes if n.op == "placeholder"].index(node)
             spec = self.inputs[index]
             name = self.names.give(str(node.target))
+            self.input_names.append(name)
             dims = ", ".join(map(str, spec.shape))
             if not 1 <= len(spec.shape) <= 4:
                 raise Refused(f"input {node.target}: rank {len(spec.shape)} (the language takes ranks 1 to 4)")
@@ -982,6 +986,7 @@ def convert(
         params=conv.params,
         output=output,
         refusals=refusals,
+        inputs=conv.input_names,
     )
 
 

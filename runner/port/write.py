@@ -7,7 +7,10 @@ are renamed into place when every one is written.
 - `NAME_torch.py`, the program as a standalone PyTorch script (`runner.program.render_torch`);
 - `NAME_burn/`, a cargo crate with the burn port (`runner.program.rust`): the modules are the
   fields of its `#[derive(Module)] struct Model`, named after the user's modules
-  (`encoder.layers.0.norm1` -> `encoder_layers_0_norm1`), the training loop its `main`;
+  (`encoder.layers.0.norm1` -> `encoder_layers_0_norm1`), the statements converted from the
+  user's `forward` its method `Model::forward` (parameters named after the forward's), the
+  training loop its `main`, which calls `model.forward(..)` (`forward_region`; where the
+  statements cannot be a method they stay inline, and main.rs and REPORT.md say why);
 - `REPORT.md`, what the command printed, with the map from the program's names to the user's;
   `RESULT.json`, the verdicts and every step's loss on each side (torch, burn, torch in float64).
 """
@@ -27,6 +30,7 @@ from ..escape import quote, terminal
 from ..program import render_torch
 from ..program.ir import Program
 from ..program.rust.crate import write_reproducer
+from ..program.rust.forward import ForwardRegion
 from .compare import Verdicts
 from .convert import Conversion
 
@@ -76,8 +80,10 @@ def write_all(
     report: str,
     title: str,
     result: str,
+    forward: ForwardRegion | None = None,
 ) -> list[Path]:
-    """Everything under `out` (created; it must not hold anything yet), or nothing."""
+    """Everything under `out` (created; it must not hold anything yet), or nothing. `forward`:
+    the statements of the user's forward, the crate's `Model::forward` (`forward_region`)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(f"--out {quote(str(out))}: exists and is not an empty folder; give a new one")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +93,18 @@ def write_all(
         with open(staging / f"{name}.npz", "wb") as f:
             np.savez(f, **arrays)  # type: ignore[arg-type]
         (staging / f"{name}_torch.py").write_text(render_torch.render(program, title=title))
-        write_reproducer(program, staging / f"{name}_burn", name, title=title)
+        notes: list[str] = []
+        write_reproducer(program, staging / f"{name}_burn", name, title=title, forward=forward, notes=notes)
+        if forward is not None and not notes:
+            report += (
+                f"\n## The burn crate\n\n`{name}_burn/src/main.rs`: your forward is the method `Model::forward`, "
+                "which the training loop in `main` calls.\n"
+            )
+        for note in notes:
+            report += (
+                f"\n## The burn crate\n\n`{name}_burn/src/main.rs`: your forward's statements are inline in the "
+                f"training loop in `main`, not a method `Model::forward`: {terminal(note)}.\n"
+            )
         (staging / "REPORT.md").write_text(report)
         (staging / "RESULT.json").write_text(result)
         if out.exists():
@@ -100,6 +117,15 @@ def write_all(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return sorted(p for p in out.rglob("*") if p.is_file())
+
+
+def forward_region(conv: Conversion, program: Program, about: str) -> ForwardRegion | None:
+    """The statements converted from the user's forward (the program lines `conv.lines` maps),
+    its parameters and what it returns: the crate's `Model::forward`."""
+    if conv.output is None:
+        return None
+    indices = tuple(st.index for st in program.statements() if st.line in conv.lines)
+    return ForwardRegion(indices, tuple(conv.inputs), conv.output.name, about)
 
 
 def mapping(conv: Conversion) -> str:

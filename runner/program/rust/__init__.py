@@ -55,6 +55,9 @@ The modules, in the order the code is made:
 - `literals`: numbers, strings and nested arrays as Rust literals;
 - `families`: the renderings of the table's family operations, module kinds, optimizers and
   machine-level statements (its docstring says how to add one);
+- `forward`: a forward region (`ForwardRegion`, an optional input of `render`: what `port`
+  converted from the user's `forward`), written as the method `impl Model { pub fn forward }`
+  that `fn main` calls, or left inline with the reason (`ForwardUnfit`) in a comment;
 - `generate`: the statement generator, in two passes (the first decides which variables are
   read and which are `mut`, the second writes);
 - `support`: the Rust helper functions a reproducer includes (printing JSON lines, `soft_update`);

@@ -14,6 +14,7 @@ from typing import Any
 
 from ...contract import burn
 from ..ir import Program
+from .forward import ForwardRegion
 from .generate import BURN_VERSION
 from .source import rust_source
 
@@ -64,13 +65,18 @@ def render(
     title: str = "A program case, in burn 0.22.1",
     name: str | None = None,
     standalone: bool = True,
+    forward: ForwardRegion | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, str]:
     """The program as a cargo project: relative path -> file text.
 
     `name`: the package name (default: from `title`). `standalone=False` leaves out the
-    `[workspace]` table, for a member of a workspace (`write_workspace`). `ValueError` names an
-    operation burn lacks."""
-    source = rust_source(_program(program), title)
+    `[workspace]` table, for a member of a workspace (`write_workspace`). `forward`: statements
+    written as the method `Model::forward` (`generate`); when they cannot be, why is appended to
+    `notes`. `ValueError` names an operation burn lacks."""
+    source = rust_source(_program(program), title, forward)
+    if source.forward_note is not None and notes is not None:
+        notes.append(source.forward_note)
     files = {"Cargo.toml": _cargo_toml(name or package_name(title), standalone=standalone), "src/main.rs": source.main}
     if source.data is not None:
         files["src/data.rs"] = source.data
@@ -91,13 +97,19 @@ is printed by Rust with its message and location.
 
 
 def write_reproducer(
-    program: Program | Mapping[str, Any], folder: Path, name: str, *, title: str | None = None
+    program: Program | Mapping[str, Any],
+    folder: Path,
+    name: str,
+    *,
+    title: str | None = None,
+    forward: ForwardRegion | None = None,
+    notes: list[str] | None = None,
 ) -> list[Path]:
     """Writes the reproducer crate into `folder` (created): `Cargo.toml` (package `name`, made a
     valid cargo name), `src/main.rs` (and `src/data.rs` for larger tensors) and a README saying how
     to run it. Returns the files written. `ValueError` if burn lacks one of the program's
-    operations (nothing is written then)."""
-    files = render(program, title=title or name, name=package_name(name))
+    operations (nothing is written then). `forward`, `notes`: as `render`'s."""
+    files = render(program, title=title or name, name=package_name(name), forward=forward, notes=notes)
     files["README.md"] = README.format(title=title or name, version=BURN_VERSION)
     root = Path(folder)
     root.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from ...contract.ops import MODULES, OPS, AttrValue, unsupported
 from ..ir import ModuleDecl, Program, Stmt, TensorDecl, timed_loop, walk
 from . import families, literals
 from .families.base import Arg, Call, Declaration, ModuleTensor
+from .forward import ForwardRegion, ForwardUnfit, Plan, plan
 from .liveness import HELD, INPLACE, LEARNING_RATE, LEARNING_RATE_READ, learning_rate, liveness, schedules, tensor_names
 from .names import RustNames, unread
 from .state import (
@@ -83,10 +84,25 @@ class Generator:
     """One pass over a program (see the module docstring): `decided` is None in the first pass,
     which only counts, and the first pass's decisions in the second, which writes."""
 
-    def __init__(self, program: Program, *, sketch: bool = False, decided: Decided | None = None) -> None:
+    def __init__(
+        self, program: Program, *, sketch: bool = False, decided: Decided | None = None, forward: Plan | None = None
+    ) -> None:
         self.p = program
         self.sketch = sketch
         self.decided = decided
+        self.plan = forward
+        """The forward region `fn main` calls `model.forward(..)` for (`forward`), if any."""
+        self.forward: Forward | None = None
+        """The method, made at the region's first call (every call must give it the same types)."""
+        self.forward_note: str | None = None
+        """Why a region given to `generate` stays inline (`ForwardUnfit`), for a comment in main.rs."""
+        self.in_forward = False
+        """This generator writes the method's body (`forward_body`), not `fn main`."""
+        self.parameters: list[str] = []
+        """The method's parameters (`forward_body`)."""
+        self.last_let: tuple[int, Decl, str, Stmt | None, str] | None = None
+        """The newest `let` of a new variable: (its line count after, the variable, expression,
+        statement, note), so that the method returns the expression of its last `let` itself."""
         for st in program.statements():
             lacked = unsupported("burn", st.op, st.attrs)
             if lacked is not None:
@@ -352,6 +368,7 @@ class Generator:
             self.put(depth, f"drop({self.read_decl(old.decl)});", None, "the value it held is dropped here")
         d = self.decl(self.fresh(self.local_ident(name)))
         self.put(depth, f"let {self.mut(d)}{self.v(d)} = {expr};", st, note)
+        self.last_let = (len(self.lines), d, expr, st, note)
         self.written(d)
         state.vars[name] = Binding(d, ty, True)
 
@@ -535,8 +552,15 @@ class Generator:
         later = [ctx.tail_backward] * (len(stmts) + 1)
         for i in range(len(stmts) - 1, -1, -1):
             later[i] = later[i + 1] or any(s.op == "backward" for s in walk(stmts[i + 1 : i + 2]))
+        skip = -1
         for i, st in enumerate(stmts):
+            if st.index <= skip:
+                continue
             tail = later[i]
+            if self.plan is not None and not self.in_forward and st.index == self.plan.stmts[0].index:
+                self.forward_call(state, depth, ctx, tail)
+                skip = self.plan.stmts[-1].index
+                continue
             if st.op == "repeat":
                 self.repeat(st, state, depth, ctx, tail)
             else:
@@ -1017,6 +1041,86 @@ class Generator:
         args += [value, "true" if values else "false"]
         self.put(depth, f"{fn}({', '.join(args)});", st)
 
+    # the forward region
+
+    def forward_call(self, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
+        """`let out = model.forward(..);` where the region's statements stood; the method itself is
+        made at the first call (`Forward.make`), from the types of the arguments there."""
+        plan = self.plan
+        assert plan is not None
+        if not state.training:
+            raise ForwardUnfit("the forward runs in eval mode, where the modules are the `model.valid()` snapshot's")
+        types: list[Ty] = []
+        for name in plan.args:
+            b = state.vars.get(name)
+            if name in self.params or b is None or not b.value or b.ty is None or b.ty.kind != "tensor":
+                raise ForwardUnfit(f"the forward's argument `{name}` is no tensor `fn main` holds there")
+            types.append(b.ty)
+        if self.forward is None:
+            self.forward = Forward.make(self.p, plan, tuple(types))
+        elif self.forward.types != tuple(types):
+            raise ForwardUnfit("the forward's arguments change type between iterations")
+        exprs: list[str] = []
+        for name in plan.args:
+            b = state.vars[name]
+            ident = self.read_decl(b.decl)
+            at = plan.last_read.get(name)
+            if at is not None and self.live.take.get(at, False):
+                b.value = False
+                exprs.append(ident)
+            else:
+                exprs.append(f"{ident}.clone()")
+        model = self.read_decl(self.model)
+        first, last = plan.stmts[0], plan.stmts[-1]
+        where = f"[{first.index}]..[{last.index}] lines {first.line}..{last.line}"
+        note = f"{where}: the forward (`Model::forward` above)"
+        out = plan.region.output
+        expr = f"{model}.forward({', '.join(exprs)})"
+        self.write(
+            state, ctx, out, self.kept(plan.defines_output, "out"), expr, self.forward.out, depth, None, note, tail
+        )
+
+    def forward_body(self, types: Sequence[Ty]) -> Ty:
+        """The method's body (this generator's lines, at depth 2): the region's statements with the
+        model read as `self`, its arguments moved on their last read in it. Returns its type."""
+        plan = self.plan
+        assert plan is not None
+        self.in_forward = True
+        self.model.base = "self"
+        self.model.reads = 1
+        state = State()
+        params: list[str] = []
+        for name, ty in zip(plan.args, types):
+            d = self.decl(self.names.local(name))
+            state.vars[name] = Binding(d, ty, True)
+            params.append(f"{self.v(d)}: {ty.rust}")
+            if ty.dtype != "float":
+                self.import_(f"burn::tensor::{ty.dtype.title()}")
+        self.parameters = params
+        for name, at in plan.last_read.items():
+            # the arguments are the method's own: moved on their last read there
+            self.live.take[at] = name != plan.region.output
+        if self.decided is not None and not self.decided.idents[self.device.id].startswith("_"):
+            if not plan.args:
+                raise ForwardUnfit("the forward needs the device and has no tensor argument to read it from")
+            first = self.v(state.vars[plan.args[0]].decl)
+            self.put(2, f"let {self.v(self.device)} = {first}.device();")
+        self.block(list(plan.stmts), state, 2, Ctx())
+        if self.model.mut:
+            raise ForwardUnfit("a statement of the forward changes the model")
+        b = state.vars.get(plan.region.output)
+        if b is None or not b.value or b.ty is None:
+            raise ForwardUnfit(f"`{plan.region.output}` holds no value at the forward's end")
+        ident = self.read_decl(b.decl)
+        last = self.last_let
+        if last is not None and last[0] == len(self.lines) and last[1] is b.decl and self.writing:
+            # `let out = expr; out`: the expression itself is what the method returns
+            self.lines.pop()
+            self.put(2, last[2], last[3], last[4])
+        else:
+            self.put(2, ident)
+        return b.ty
+
     # loops
 
     def repeat(self, st: Stmt, state: State, depth: int, ctx: Ctx, tail: bool) -> None:
@@ -1331,14 +1435,62 @@ class Generator:
         self.block(p.body, state, 0, Ctx())
 
 
-def generate(program: Program, *, sketch: bool = False) -> Generator:
-    """The program's `fn main` (or its sketch), in two passes (see the module docstring): the
-    second pass's generator, whose `text()` is the code. `ValueError` names an operation burn
-    lacks."""
-    first = Generator(program, sketch=sketch)
+@dataclass(frozen=True)
+class Forward:
+    """The method `Model::forward` of a forward region, for one set of argument types."""
+
+    types: tuple[Ty, ...]
+    out: Ty
+    parameters: tuple[str, ...]
+    """`x: Tensor<2>`, ... (an argument nothing reads written `_x`)."""
+    body: str
+    """Its statements, indented for a method of `impl Model`."""
+    imports: frozenset[str]
+    used: frozenset[str]
+
+    @staticmethod
+    def make(program: Program, plan: Plan, types: tuple[Ty, ...]) -> Forward:
+        """The method, by a generator of its own in two passes (as `generate`)."""
+        first = Generator(program, forward=plan)
+        first.forward_body(types)
+        second = Generator(program, forward=plan, decided=Decided.of(first.decls))
+        out = second.forward_body(types)
+        if [d.base for d in second.decls] != [d.base for d in first.decls]:
+            raise AssertionError("render: the two passes of the forward made different variables")
+        return Forward(
+            types, out, tuple(second.parameters), second.text(), frozenset(second.imports), frozenset(second.used)
+        )
+
+
+def _generate(program: Program, sketch: bool, forward: Plan | None) -> Generator:
+    first = Generator(program, sketch=sketch, forward=forward)
     (first.sketch_main if sketch else first.main)(State())
-    second = Generator(program, sketch=sketch, decided=Decided.of(first.decls, all_read=sketch))
+    second = Generator(program, sketch=sketch, decided=Decided.of(first.decls, all_read=sketch), forward=forward)
     (second.sketch_main if sketch else second.main)(State())
     if [d.base for d in second.decls] != [d.base for d in first.decls]:
         raise AssertionError("render: the two passes made different variables")
+    if second.forward is not None:
+        second.imports |= second.forward.imports
+        second.used |= second.forward.used
     return second
+
+
+def generate(program: Program, *, sketch: bool = False, forward: ForwardRegion | None = None) -> Generator:
+    """The program's `fn main` (or its sketch), in two passes (see the module docstring): the
+    second pass's generator, whose `text()` is the code. `ValueError` names an operation burn
+    lacks.
+
+    `forward`: statements written as the method `Model::forward` that `fn main` calls (the
+    generator's `forward`); a region the method cannot hold stays inline, and `forward_note`
+    says why (`forward.ForwardUnfit`)."""
+    if forward is None or sketch:
+        return _generate(program, sketch, None)
+    try:
+        g = _generate(program, sketch, plan(program, forward))
+        if g.forward is None:
+            raise ForwardUnfit("no statement of the region runs")
+        return g
+    except ForwardUnfit as unfit:
+        g = _generate(program, sketch, None)
+        g.forward_note = str(unfit)
+        return g

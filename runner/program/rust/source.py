@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Program
+from .forward import ForwardRegion
 from .generate import BURN_VERSION, generate
 from .support import helpers
 
@@ -17,6 +18,8 @@ class Source:
     """`src/main.rs`."""
     data: str | None
     """`src/data.rs`, or None when every initial tensor is small enough to be a literal in main.rs."""
+    forward_note: str | None = None
+    """Why the forward region given stays inline in `fn main` (None: it is `Model::forward`, or none was given)."""
 
 
 def _comment_line(text: str) -> str:
@@ -71,11 +74,14 @@ def _imports(used: set[str], paths: set[str], timed_observes: bool) -> list[str]
     return imports
 
 
-def rust_source(p: Program, title: str) -> Source:
-    """The reproducer's Rust files (`ValueError` names an operation burn lacks)."""
-    g = generate(p)
+def rust_source(p: Program, title: str, forward: ForwardRegion | None = None) -> Source:
+    """The reproducer's Rust files (`ValueError` names an operation burn lacks). `forward`: the
+    statements written as `impl Model { pub fn forward(..) }` (`generate`)."""
+    g = generate(p, forward=forward)
     used = g.used
     idents = [g.v(d) for d in g.decls] + [f.split(":")[0] for f in g.model_fields]
+    if g.forward is not None:
+        idents += [param.split(":")[0] for param in g.forward.parameters]
     out = [
         "//! " + _comment_line(title),
         "//!",
@@ -110,7 +116,25 @@ def rust_source(p: Program, title: str) -> Source:
             out.append("}")
         else:
             out.append("struct Model {}")
-    out += ["", "fn main() {", g.text(), "}"]
+    if g.forward is not None and forward is not None:
+        f = g.forward
+        out += [
+            "",
+            "impl Model {",
+            "    /// " + _comment_line(forward.about),
+            f"    pub fn forward(&self, {', '.join(f.parameters)}) -> {f.out.rust} {{",
+            f.body,
+            "    }",
+            "}",
+        ]
+    out.append("")
+    if g.forward_note is not None:
+        out.append(
+            "// The forward's statements are inline in the training loop below, not a method `Model::forward`: "
+            + _comment_line(g.forward_note)
+            + "."
+        )
+    out += ["fn main() {", g.text(), "}"]
     out += helpers(used, g.timed_observes)
     data = None
     if g.data_file:
@@ -118,7 +142,7 @@ def rust_source(p: Program, title: str) -> Source:
         if any(": [i32; " in d or ": [bool; " in d for d in g.data_file):
             kinds = "row-major: float32 (a Linear weight in burn's layout), int32 (an int tensor), bool"
         data = f"//! The larger initial tensors of the program, {kinds}.\n\n" + "\n\n".join(g.data_file) + "\n"
-    return Source("\n".join(out) + "\n", data)
+    return Source("\n".join(out) + "\n", data, g.forward_note)
 
 
 def sketch(program: Program) -> str | None:
