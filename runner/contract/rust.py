@@ -169,6 +169,13 @@ def _read_field(a: AttrSpec) -> list[str]:
             f"{_bound(a.maximum, a.maximum_exclusive)}, {rust_str(a.describe_range())})?;"
         )
         out.append(f"        if let Some({a.name}) = {a.name} {{ {check} }}")
+    if a.type == "int_list" and (a.minimum is not None or a.maximum is not None):
+        entry = a.describe_range().removeprefix("each ")
+        check = (
+            f"r.range({key}, *entry as f64, {_bound(a.minimum, a.minimum_exclusive)}, "
+            f"{_bound(a.maximum, a.maximum_exclusive)}, {rust_str('a list of entries ' + entry)})?;"
+        )
+        out.append(f"        for entry in {a.name}.iter().flatten() {{ {check} }}")
     if a.type == "str" and a.choices:
         choices = ", ".join(rust_str(c) for c in a.choices)
         out.append(

@@ -5,7 +5,7 @@
 //! `runner/contract/`: limits, operations (with typed attributes), module kinds, p10 modes.
 
 /// A hash of this contract (`runner.contract.rust.digest()`), exported as `_probe.CONTRACT_DIGEST`.
-pub const CONTRACT_DIGEST: &str = "70d159dc059528bf";
+pub const CONTRACT_DIGEST: &str = "7ea68289334b7fc6";
 
 use crate::program::ir::{AttrReader, IrError};
 
@@ -192,6 +192,7 @@ pub enum Op {
     StepLr,
     CosineLr,
     LinearLr,
+    SequentialLr,
     SchedStep,
     CopyModule,
     SoftUpdate,
@@ -199,7 +200,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 95] = [
+    pub const ALL: [Op; 96] = [
         Op::Detach,
         Op::WithoutAutodiff,
         Op::RequireGrad,
@@ -291,6 +292,7 @@ impl Op {
         Op::StepLr,
         Op::CosineLr,
         Op::LinearLr,
+        Op::SequentialLr,
         Op::SchedStep,
         Op::CopyModule,
         Op::SoftUpdate,
@@ -391,6 +393,7 @@ impl Op {
             Op::StepLr => "step_lr",
             Op::CosineLr => "cosine_lr",
             Op::LinearLr => "linear_lr",
+            Op::SequentialLr => "sequential_lr",
             Op::SchedStep => "sched_step",
             Op::CopyModule => "copy_module",
             Op::SoftUpdate => "soft_update",
@@ -491,6 +494,7 @@ impl Op {
             "step_lr" => Some(Op::StepLr),
             "cosine_lr" => Some(Op::CosineLr),
             "linear_lr" => Some(Op::LinearLr),
+            "sequential_lr" => Some(Op::SequentialLr),
             "sched_step" => Some(Op::SchedStep),
             "copy_module" => Some(Op::CopyModule),
             "soft_update" => Some(Op::SoftUpdate),
@@ -501,7 +505,7 @@ impl Op {
 
     /// Every name, comma-separated (for messages).
     pub fn names() -> String {
-        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, square, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval, adamw, rmsprop, step_lr, cosine_lr, linear_lr, sched_step, copy_module, soft_update, module_no_grad".to_owned()
+        "detach, without_autodiff, require_grad, retain_grad, clone, add, sub, mul, div, neg, matmul, transpose, add_scalar, mul_scalar, powi, exp, log, sqrt, abs, tanh, relu, sigmoid, sum, mean, sum_dim, reshape, item, add_scalar_, linear, backward, grad, sgd, adam, step, zero_grad, freeze, observe, repeat, no_grad, conv2d, conv1d, batch_norm1d, batch_norm2d, layer_norm, group_norm, embedding, dropout, multihead_attention, gelu, silu, leaky_relu, softmax, log_softmax, max_pool2d, avg_pool2d, adaptive_avg_pool2d, cat, stack, narrow, index_select, gather, argmax, max_dim, min_dim, mean_dim, square, var, clamp, where, masked_fill, flatten, unsqueeze, squeeze, expand, gt, lt, gt_scalar, lt_scalar, cross_entropy, mse_loss, huber_loss, smooth_l1_loss, binary_cross_entropy_with_logits, nll_loss, train, eval, adamw, rmsprop, step_lr, cosine_lr, linear_lr, sequential_lr, sched_step, copy_module, soft_update, module_no_grad".to_owned()
     }
 }
 
@@ -600,6 +604,7 @@ impl Op {
             Op::StepLr => &[ArgKind::Optimizer],
             Op::CosineLr => &[ArgKind::Optimizer],
             Op::LinearLr => &[ArgKind::Optimizer],
+            Op::SequentialLr => &[ArgKind::Optimizer, ArgKind::Scheduler],
             Op::SchedStep => &[ArgKind::Scheduler],
             Op::CopyModule => &[ArgKind::Module, ArgKind::Module],
             Op::SoftUpdate => &[ArgKind::Module, ArgKind::Module],
@@ -700,6 +705,7 @@ impl Op {
             Op::StepLr => ResultKind::Scheduler,
             Op::CosineLr => ResultKind::Scheduler,
             Op::LinearLr => ResultKind::Scheduler,
+            Op::SequentialLr => ResultKind::Scheduler,
             Op::SchedStep => ResultKind::Nothing,
             Op::CopyModule => ResultKind::Nothing,
             Op::SoftUpdate => ResultKind::Nothing,
@@ -746,7 +752,7 @@ impl Op {
             Op::Step => &[],
             Op::ZeroGrad => &[],
             Op::Freeze => &[],
-            Op::Observe => &["label", "values"],
+            Op::Observe => &["label", "values", "every_checkpoint"],
             Op::Repeat => &["count", "var"],
             Op::NoGrad => &[],
             Op::Conv2d => &[],
@@ -801,6 +807,7 @@ impl Op {
             Op::StepLr => &["step_size", "gamma"],
             Op::CosineLr => &["t_max", "eta_min"],
             Op::LinearLr => &["start_factor", "end_factor", "total_iters"],
+            Op::SequentialLr => &["milestones"],
             Op::SchedStep => &[],
             Op::CopyModule => &[],
             Op::SoftUpdate => &["tau"],
@@ -866,6 +873,7 @@ impl Op {
             Op::MultiheadAttention => 5,
             Op::Cat => 4,
             Op::Stack => 4,
+            Op::SequentialLr => 8,
             op => op.args().len(),
         }
     }
@@ -1251,10 +1259,12 @@ pub mod attrs {
         pub label: Option<String>,
         /// record values and gradient (False: flags only)
         pub values: bool,
+        /// inside the timed loop: values and gradient at every checkpoint iteration, not only the loop's last (flags are recorded at every checkpoint either way)
+        pub every_checkpoint: bool,
     }
 
     impl Observe {
-        pub const KEYS: &'static [&'static str] = &["label", "values"];
+        pub const KEYS: &'static [&'static str] = &["label", "values", "every_checkpoint"];
 
         /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
         pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
@@ -1262,7 +1272,9 @@ pub mod attrs {
             let label = r.text("label")?;
             let values = r.bool("values")?;
             let values = values.unwrap_or(true);
-            Ok(Observe { label, values })
+            let every_checkpoint = r.bool("every_checkpoint")?;
+            let every_checkpoint = every_checkpoint.unwrap_or(false);
+            Ok(Observe { label, values, every_checkpoint })
         }
     }
 
@@ -2163,6 +2175,26 @@ pub mod attrs {
             let total_iters = r.int("total_iters")?;
             if let Some(total_iters) = total_iters { r.range("total_iters", total_iters as f64, Some((1.0, false)), Some((10000000.0, false)), ">= 1 and <= 10000000")?; }
             Ok(LinearLr { start_factor, end_factor, total_iters })
+        }
+    }
+
+    /// `sequential_lr`: schedules one after another (a warm-up, then a decay): the next takes over after each milestone's number of scheduler steps
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SequentialLr {
+        /// scheduler steps after which the next schedule takes over, one fewer than the schedules
+        pub milestones: Vec<i64>,
+    }
+
+    impl SequentialLr {
+        pub const KEYS: &'static [&'static str] = &["milestones"];
+
+        /// Reads and checks the attributes (types, ranges, choices); fills in the language's defaults.
+        pub fn read(r: &AttrReader<'_>) -> Result<Self, IrError> {
+            r.only(Self::KEYS)?;
+            let milestones = r.int_list("milestones")?;
+            for entry in milestones.iter().flatten() { r.range("milestones", *entry as f64, Some((0.0, false)), Some((10000000.0, false)), "a list of entries >= 0 and <= 10000000")?; }
+            let milestones = milestones.ok_or_else(|| r.missing("milestones", "int_list"))?;
+            Ok(SequentialLr { milestones })
         }
     }
 

@@ -503,7 +503,7 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         "observe",
         _T,
         "none",
-        '`observe(T, "label", values=True)`',
+        '`observe(T, "label", values=True, every_checkpoint=False)`',
         "record value, grad and flags",
         "same; `flags.raw` is `{is_tracked, is_require_grad, is_autodiff}`",
         "records the tensor's values, gradient and flags",
@@ -511,6 +511,13 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         attrs=(
             AttrSpec("label", "str", ARG_NAME, positional=True, doc="the observation's label"),
             AttrSpec("values", "bool", True, doc="record values and gradient (False: flags only)"),
+            AttrSpec(
+                "every_checkpoint",
+                "bool",
+                False,
+                doc="inside the timed loop: values and gradient at every checkpoint iteration, not only the "
+                "loop's last (flags are recorded at every checkpoint either way)",
+            ),
         ),
     ),
     OpSpec(

@@ -99,12 +99,21 @@ class AttrSpec:
     torch weight, and torch's call never sees it."""
 
     def describe_range(self) -> str:
+        """The bounds in words (`>= 1 and <= 64`); of an integer list, each entry's (`each >= 0 ...`)."""
         parts = []
         if self.minimum is not None:
             parts.append(f"{'>' if self.minimum_exclusive else '>='} {_number(self.minimum)}")
         if self.maximum is not None:
             parts.append(f"{'<' if self.maximum_exclusive else '<='} {_number(self.maximum)}")
-        return " and ".join(parts)
+        text = " and ".join(parts)
+        return f"each {text}" if text and self.type == "int_list" else text
+
+    def _in_range(self, number: float) -> bool:
+        low, high = self.minimum, self.maximum
+        return not (
+            (low is not None and (number < low or (self.minimum_exclusive and number == low)))
+            or (high is not None and (number > high or (self.maximum_exclusive and number == high)))
+        )
 
     def check(self, value: AttrValue) -> AttrValue:
         """The value normalized to the attribute's type (an int for a float attribute becomes a
@@ -130,6 +139,11 @@ class AttrSpec:
         if self.type == "int_list":
             if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
                 raise ValueError(f"`{self.name}` must be a list of integers, not {value!r}")
+            bad = next((v for v in value if not self._in_range(v)), None)
+            if bad is not None:
+                raise ValueError(
+                    f"`{self.name}`: entries must be {self.describe_range().removeprefix('each ')}, not {bad!r}"
+                )
             return list(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             kind = "an integer" if self.type == "int" else "a number"
@@ -143,10 +157,7 @@ class AttrSpec:
             number = float(value)
             if not math.isfinite(number):
                 raise ValueError(f"`{self.name}` must be a finite number, not {value!r}")
-        low, high = self.minimum, self.maximum
-        if (low is not None and (number < low or (self.minimum_exclusive and number == low))) or (
-            high is not None and (number > high or (self.maximum_exclusive and number == high))
-        ):
+        if not self._in_range(number):
             raise ValueError(f"`{self.name}` must be {self.describe_range()}, not {value!r}")
         return number
 

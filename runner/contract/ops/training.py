@@ -231,6 +231,39 @@ SPECS: Final[tuple[OpSpec, ...]] = (
         torch_signature="torch.optim.lr_scheduler.LinearLR",
     ),
     OpSpec(
+        "sequential_lr",
+        "training",
+        ("optimizer", "scheduler"),
+        "scheduler",
+        "`sequential_lr(opt, s1, s2, ..., milestones=[m1, ...])`",
+        "`torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[s1, s2, ...], milestones=[m1, ...])`: building "
+        "it resets the optimizer's learning rate to its initial one, undoes the children's first steps and steps "
+        "the first child again; its `m`-th `step()` switches to the next child at its epoch 0 "
+        "(`_update_lr(0)`: a cosine child's is the optimizer's initial learning rate), later ones step that child; "
+        "so with `sched.step()` after `opt.step()`, optimizer step k + 1 uses child i at epoch k - m (m the "
+        "milestone it started at). A count of milestones that is not one less than the children's raises",
+        "`SequentialLrSchedulerConfig::new(vec![LrSchedulerConfig::Linear(..), LrSchedulerConfig::Cosine(..), ..], "
+        "vec![m1, ..])`, each child the config its own statement writes from the optimizer's `lr`, `.init()`: a "
+        "milestone is the number of completed `step()` calls at which the next child takes over, from the child's "
+        "own first step (whose value is the child's initial learning rate); `init()` returns an error for "
+        "milestones that are 0 or not strictly increasing, for a count that is not one less than the children's, "
+        "and for a child config it refuses (outcome `error` at this statement) (burn-optim "
+        "`src/lr_scheduler/sequential.rs`)",
+        "schedules one after another (a warm-up, then a decay): the next takes over after each milestone's "
+        "number of scheduler steps",
+        attrs=(
+            AttrSpec(
+                "milestones",
+                "int_list",
+                minimum=0,
+                maximum=10_000_000,
+                doc="scheduler steps after which the next schedule takes over, one fewer than the schedules",
+            ),
+        ),
+        max_args=8,
+        torch_signature="torch.optim.lr_scheduler.SequentialLR",
+    ),
+    OpSpec(
         "sched_step",
         "training",
         ("scheduler",),
@@ -291,6 +324,7 @@ SPECS: Final[tuple[OpSpec, ...]] = (
 
 OPTIMIZER_OPS: Final[tuple[str, ...]] = ("sgd", "adam", "adamw", "rmsprop")
 SCHEDULER_OPS: Final[tuple[str, ...]] = ("step_lr", "cosine_lr", "linear_lr")
+"""The schedules made from an optimizer alone (`sequential_lr` composes them)."""
 _CLIP_NAMES: Final = frozenset(a.name for a in CLIP_ATTRS)
 
 
