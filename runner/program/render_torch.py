@@ -247,6 +247,11 @@ class _Renderer:
             kind, threshold = clip
             return f"torch.nn.utils.clip_grad_{kind}_({params}, {threshold!r})\n{opt_step}"
         if st.op in SCHEDULER_OPS:
+        if st.op == "sequential_lr":
+            opt, *schedules = (self.value(a) for a in st.args)
+            return (
+                f"{spec.torch_signature}({opt}, schedulers=[{', '.join(schedules)}], milestones={at['milestones']!r})"
+            )
             kwargs = "".join(f", {k}={v!r}" for k, v in torch_keywords(st.op, at).items())
             return f"{spec.torch_signature}({self.value(st.args[0])}{kwargs})"
         if st.op == "soft_update":

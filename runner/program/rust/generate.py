@@ -814,12 +814,17 @@ class Generator:
         assert st.out is not None
         opt = st.args[0]
         made = state.made[opt]  # the IR binds an optimizer before a schedule names it
-        name, config = families.SCHEDULERS[st.op](self.attributes(st), made.lr)
+        # a sequential_lr composes the configs its schedules were built from (bound before it)
+        composed = [state.configs[name] for name in st.args[1:]]
+        name, config = families.SCHEDULERS[st.op](self.attributes(st), made.lr, composed)
         message = literals.string(f"{name}::init: {{e}}")
         expr = f"{config}.init().unwrap_or_else(|e| panic!({message}))"
         note = f"from `{opt}`'s lr {made.lr!r}; init() refuses some values (the interpreter's error)"
+        if composed:
+            note = f"the configs of {', '.join(f'`{n}`' for n in st.args[1:])}, one after another; " + note
         self.write(state, ctx, st.out, self.kept(st, "sched"), expr, SCHEDULE_TYPE, depth, st, note)
         state.schedules[st.out] = (opt, made.generation)
+        state.configs[st.out] = f"LrSchedulerConfig::{families.SCHEDULE_VARIANTS[name]}({config})"
 
     def sched_step(self, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
         """`sched_step(sched)`: `opt_lr = sched.step();`, the learning rate of the optimizer's next

@@ -112,6 +112,9 @@ class State:
     """Optimizer name -> its newest optimizer statement (bound or dropped at once)."""
     schedules: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Scheduler name -> (the optimizer name, the `Made.generation`) its schedule was made from."""
+    configs: dict[str, str] = field(default_factory=dict)
+    """Scheduler name -> the config its schedule was built from, as an `LrSchedulerConfig` variant
+    (what a `sequential_lr` of it composes: the interpreter's `Sched::config`)."""
 
     def linked(self, sched: str) -> bool:
         """The schedule's `sched_step` sets its optimizer's learning rate: the optimizer it was made
@@ -146,6 +149,7 @@ class State:
             eval_model=dup(self.eval_model),
             made=dict(self.made),
             schedules=dict(self.schedules),
+            configs=dict(self.configs),
         )
 
     def signature(self, name: str) -> Any:

@@ -3,7 +3,8 @@
 The optimizers are built over every param (declaration order) with only the keywords the
 program gives, so torch applies its own defaults; a clipping attribute is applied as the port
 writes it, `torch.nn.utils.clip_grad_norm_` (or `clip_grad_value_`) right before `opt.step()`.
-A scheduler wraps its optimizer; `sched_step` is `sched.step()`.
+A scheduler wraps its optimizer (`sequential_lr`: its optimizer and the schedules it runs one after
+another); `sched_step` is `sched.step()`.
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ def _scheduler(run: Any, st: Stmt, args: list[Any]) -> Any:
     return _torch_class(st.op)(args[0], **torch_keywords(st.op, st.attrs))
 
 
+def _sequential(run: Any, st: Stmt, args: list[Any]) -> Any:
+    """`SequentialLR(opt, schedulers=[...], milestones=[...])`: the schedules the program made."""
+    opt, *schedulers = args
+    return _torch_class(st.op)(opt, schedulers=schedulers, milestones=st.ints("milestones"))
+
+
 def _sched_step(run: Any, st: Stmt, args: list[Any]) -> None:
     args[0].step()
 
@@ -96,6 +103,7 @@ IMPL: dict[str, Callable[[Any, Stmt, list[Any]], Any]] = {
     **dict.fromkeys(OPTIMIZER_OPS, _optimizer),
     "step": _step,
     **dict.fromkeys(SCHEDULER_OPS, _scheduler),
+    "sequential_lr": _sequential,
     "sched_step": _sched_step,
     "copy_module": _copy_module,
     "soft_update": _soft_update,

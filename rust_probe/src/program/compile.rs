@@ -124,6 +124,12 @@ pub enum SchedulerConfig {
     Step(attrs::StepLr),
     Cosine(attrs::CosineLr),
     Linear(attrs::LinearLr),
+    /// `sequential_lr(opt, s1, s2, ..)`: the schedules bound to these scheduler slots when it is
+    /// made, one after another.
+    Sequential {
+        children: Vec<u32>,
+        attrs: attrs::SequentialLr,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -179,7 +185,8 @@ pub enum Kind {
         opt: u32,
         config: OptimizerConfig,
     },
-    /// `sched = cosine_lr(opt, ...)`: a schedule starting from the optimizer's learning rate.
+    /// `sched = cosine_lr(opt, ...)`: a schedule starting from the optimizer's learning rate
+    /// (`sequential_lr`: the schedules it composes, from theirs).
     NewScheduler {
         sched: u32,
         opt: u32,
@@ -673,12 +680,17 @@ impl Compiler {
         }
     }
 
-    fn scheduler_arg(&self, s: &RawStmt, defined: &HashSet<String>) -> Result<u32, IrError> {
-        let name = &s.args[0];
+    fn scheduler_arg(
+        &self,
+        s: &RawStmt,
+        i: usize,
+        defined: &HashSet<String>,
+    ) -> Result<u32, IrError> {
+        let name = &s.args[i];
         match self.schedulers.get(name) {
             Some(&o) if defined.contains(name) => Ok(o),
             _ => Err(s.error(
-                "args[0]",
+                &format!("args[{i}]"),
                 format!("no scheduler named {name:?} is bound before this statement"),
             )),
         }
@@ -879,7 +891,20 @@ impl Compiler {
                 Kind::NewScheduler { sched, opt, config }
             }
             Op::SchedStep => Kind::SchedStep {
-                sched: self.scheduler_arg(s, defined)?,
+                sched: self.scheduler_arg(s, 0, defined)?,
+            Op::SequentialLr => {
+                let attrs = attrs::SequentialLr::read(&r)?;
+                let opt = self.optimizer_arg(s, defined)?;
+                let children = (1..s.args.len())
+                    .map(|i| self.scheduler_arg(s, i, defined))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let sched = self.scheduler_out(s, defined)?;
+                Kind::NewScheduler {
+                    sched,
+                    opt,
+                    config: SchedulerConfig::Sequential { children, attrs },
+                }
+            }
             },
             Op::CopyModule | Op::SoftUpdate => {
                 let target = self.module_arg(s, 0, op)?;

@@ -31,7 +31,9 @@ use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
 use burn::optim::lr_scheduler::linear::LinearLrSchedulerConfig;
 use burn::optim::lr_scheduler::module_lr_scheduler::{ModuleLearningRate, ModuleLrScheduler};
+use burn::optim::lr_scheduler::sequential::SequentialLrSchedulerConfig;
 use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
+use burn::optim::lr_scheduler::LrSchedulerConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{
     AdamConfig, AdamWConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer, RmsPropConfig,
@@ -219,9 +221,11 @@ struct Optim {
     generation: u64,
 }
 
-/// A learning-rate schedule and the optimizer (slot and binding) it was made from.
+/// A learning-rate schedule, burn's config of it (what a `sequential_lr` composes) and the
+/// optimizer (slot and binding) it was made from.
 struct Sched {
     scheduler: ModuleLrScheduler,
+    config: LrSchedulerConfig,
     opt: u32,
     generation: u64,
 }
@@ -389,25 +393,35 @@ fn build_optimizer(config: &OptimizerConfig) -> ModuleOptimizer {
 
 /// The schedule a port builds from the optimizer's learning rate (`initial`): `with_*` only for
 /// what the program gives; `LinearLrSchedulerConfig::new` has no defaults, so an omitted factor
-/// is torch's (`torch_defaults`). burn's `init()` refuses some values (an initial learning
-/// rate above 1): its message.
-fn build_scheduler(config: &SchedulerConfig, initial: f64) -> Result<ModuleLrScheduler, String> {
+/// is torch's (`torch_defaults`). A `sequential_lr` is burn's `SequentialLrSchedulerConfig` of
+/// the configs its schedules were built from (`built`: the schedules by slot), each from its own
+/// optimizer's learning rate. burn's `init()` refuses some values (an initial learning rate
+/// above 1): its message. With the schedule, the config it was built from.
+fn build_scheduler(
+    config: &SchedulerConfig,
+    initial: f64,
+    built: &[Option<Sched>],
+) -> Result<(ModuleLrScheduler, LrSchedulerConfig), String> {
     match config {
         SchedulerConfig::Step(a) => {
             let mut c = StepLrSchedulerConfig::new(initial, a.step_size as usize);
             if let Some(g) = a.gamma {
                 c = c.with_gamma(g);
             }
-            c.init()
-                .map_err(|e| format!("StepLrSchedulerConfig::init: {e}"))
+            let scheduler = c
+                .init()
+                .map_err(|e| format!("StepLrSchedulerConfig::init: {e}"))?;
+            Ok((scheduler, LrSchedulerConfig::Step(c)))
         }
         SchedulerConfig::Cosine(a) => {
             let mut c = CosineAnnealingLrSchedulerConfig::new(initial, a.t_max as usize);
             if let Some(m) = a.eta_min {
                 c = c.with_min_lr(m);
             }
-            c.init()
-                .map_err(|e| format!("CosineAnnealingLrSchedulerConfig::init: {e}"))
+            let scheduler = c
+                .init()
+                .map_err(|e| format!("CosineAnnealingLrSchedulerConfig::init: {e}"))?;
+            Ok((scheduler, LrSchedulerConfig::Cosine(c)))
         }
         SchedulerConfig::Linear(a) => {
             let start = a
@@ -417,9 +431,28 @@ fn build_scheduler(config: &SchedulerConfig, initial: f64) -> Result<ModuleLrSch
             let iters = a
                 .total_iters
                 .unwrap_or(torch_defaults::LINEAR_LR_TOTAL_ITERS);
-            LinearLrSchedulerConfig::new(initial * start, initial * end, iters as usize)
+            let c = LinearLrSchedulerConfig::new(initial * start, initial * end, iters as usize);
+            let scheduler = c
                 .init()
-                .map_err(|e| format!("LinearLrSchedulerConfig::init: {e}"))
+                .map_err(|e| format!("LinearLrSchedulerConfig::init: {e}"))?;
+            Ok((scheduler, LrSchedulerConfig::Linear(c)))
+        }
+        SchedulerConfig::Sequential { children, attrs } => {
+            let configs = children
+                .iter()
+                .map(|&slot| {
+                    built[slot as usize]
+                        .as_ref()
+                        .map(|s| s.config.clone())
+                        .ok_or_else(|| "sequential_lr: a schedule is not built yet".to_owned())
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let milestones = attrs.milestones.iter().map(|&m| m as usize).collect();
+            let c = SequentialLrSchedulerConfig::new(configs, milestones);
+            let scheduler = c
+                .init()
+                .map_err(|e| format!("SequentialLrSchedulerConfig::init: {e}"))?;
+            Ok((scheduler, LrSchedulerConfig::Sequential(c)))
         }
     }
 }
@@ -749,9 +782,12 @@ impl<'a> Machine<'a> {
                     let optim = self.state.optimizers[*opt as usize]
                         .as_ref()
                         .ok_or_else(|| error("scheduler: its optimizer is not built yet".into()))?;
-                    let scheduler = build_scheduler(config, optim.initial_lr).map_err(error)?;
+                    let (scheduler, config) =
+                        build_scheduler(config, optim.initial_lr, &self.state.schedulers)
+                            .map_err(error)?;
                     self.state.schedulers[*sched as usize] = Some(Sched {
                         scheduler,
+                        config,
                         opt: *opt,
                         generation: optim.generation,
                     });

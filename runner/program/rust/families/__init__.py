@@ -61,8 +61,10 @@ How to add an operation's rendering
    `.init()` (`OPTIMIZERS`, as `sgd` and `adam`); the generator binds it, `step(opt)` writes
    `model = opt.step(lr, model, grads)` and the liveness already treats it as an optimizer.
    A scheduler (an op whose `result` is "scheduler") is likewise its config chain from its
-   attributes and the optimizer's `lr` (`SCHEDULERS`); the generator binds its `init()`, and
-   keeps the optimizer's learning rate in a variable `sched_step` sets and `step` passes.
+   attributes and the optimizer's `lr` (`SCHEDULERS`; `sequential_lr`'s from the configs of the
+   schedules it composes, which the generator keeps per scheduler name as `LrSchedulerConfig`
+   variants, `SCHEDULE_VARIANTS`); the generator binds its `init()`, and keeps the optimizer's
+   learning rate in a variable `sched_step` sets and `step` passes.
    Anything else (`train` / `eval`; a scheduler, clipping, a target network copy) is a function
    `(g, st, state, depth, ctx)` in `STATEMENTS` that writes its lines with what `base.Writer`
    offers of the generator and updates the `State` it changes (`train` / `eval`: the
@@ -80,7 +82,7 @@ How to add an operation's rendering
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from ....contract.ops import MODULES as MODULE_SPECS
@@ -93,14 +95,17 @@ Statement = Callable[[Writer, Stmt, State, int, Ctx], None]
 """A machine-level statement's rendering: writes its own lines."""
 Optimizer = Callable[[Call], str]
 """An optimizer's config chain from its attributes (without `.init()`)."""
-Scheduler = Callable[[Call, float], tuple[str, str]]
-"""A schedule's config type and chain from its attributes and the optimizer's `lr` (without
+Scheduler = Callable[[Call, float, Sequence[str]], tuple[str, str]]
+"""A schedule's config type and chain from its attributes, the optimizer's `lr` and the configs of
+the schedules among its arguments (`sequential_lr`'s, as `LrSchedulerConfig` variants; without
 `.init()`)."""
 
 OPS: Final[dict[str, Rendering]] = {**layers.OPS, **tensors.OPS, **losses.OPS, **training.OPS}
 STATEMENTS: Final[dict[str, Statement]] = {**training.STATEMENTS}
 OPTIMIZERS: Final[dict[str, Optimizer]] = {**training.OPTIMIZERS}
 SCHEDULERS: Final[dict[str, Scheduler]] = {**training.SCHEDULERS}
+SCHEDULE_VARIANTS: Final[dict[str, str]] = {**training.VARIANTS}
+"""A schedule's config type -> its `LrSchedulerConfig` variant (what `sequential_lr` composes)."""
 MODULES: Final[dict[str, ModuleRendering]] = {**layers.MODULES}
 IMPORTS: Final[frozenset[str]] = frozenset(
     ["burn::tensor::Int", "burn::tensor::Bool"]  # the element types of int and bool tensors

@@ -85,6 +85,11 @@ class _Attrs:
         assert isinstance(value, bool), (key, value)
         return value
 
+    def ints(self, key: str) -> list[int]:
+        value = self.attrs[key]
+        assert isinstance(value, list), (key, value)
+        return [int(v) for v in value]
+
     def text(self, key: str) -> str:
         value = self.attrs[key]
         assert isinstance(value, str), (key, value)

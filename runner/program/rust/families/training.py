@@ -6,7 +6,9 @@ target networks), as code (see the package docstring for how to add one).
   the generator binds it (`let mut opt = ...init();`) and `step(opt)` writes
   `model = opt.step(lr, model, grads)` with the `lr` of the statement.
 - `SCHEDULERS`: op -> the config a port writes from the optimizer's `lr`
-  (`StepLrSchedulerConfig::new(lr, step_size).with_...`, without `.init()`), and its type's name;
+  (`StepLrSchedulerConfig::new(lr, step_size).with_...`, without `.init()`), and its type's name
+  (`sequential_lr`: from the configs of the schedules it composes, `VARIANTS` of
+  `LrSchedulerConfig`);
   the generator binds `config.init()` (its error a panic with the interpreter's message), writes
   the optimizer's learning rate as a variable (`opt_lr`, `ModuleLearningRate`) that
   `sched_step(sched)` sets (`opt_lr = sched.step();`) and `step(opt)` passes.
@@ -16,7 +18,7 @@ target networks), as code (see the package docstring for how to add one).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from ....contract.ops import OPS as SPECS
@@ -34,6 +36,8 @@ IMPORTS: Final = (
     "burn::optim::lr_scheduler::step::StepLrSchedulerConfig",
     "burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig",
     "burn::optim::lr_scheduler::linear::LinearLrSchedulerConfig",
+    "burn::optim::lr_scheduler::sequential::SequentialLrSchedulerConfig",
+    "burn::optim::lr_scheduler::LrSchedulerConfig",
     "burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate",
     # `soft_update`'s helper (`support.SOFT_UPDATE`)
     "burn::module::ModuleMapper",
@@ -120,7 +124,7 @@ def rmsprop(c: Call) -> str:
 OPTIMIZERS: Final = {"sgd": sgd, "adam": adam, "adamw": adamw, "rmsprop": rmsprop}
 
 
-def step_lr(c: Call, lr: float) -> tuple[str, str]:
+def step_lr(c: Call, lr: float, _schedules: Sequence[str]) -> tuple[str, str]:
     c.use("burn::optim::lr_scheduler::step::StepLrSchedulerConfig")
     config = f"StepLrSchedulerConfig::new({literals.f64(lr)}, {c.integer('step_size')})"
     if c.has("gamma"):
@@ -128,7 +132,7 @@ def step_lr(c: Call, lr: float) -> tuple[str, str]:
     return "StepLrSchedulerConfig", config
 
 
-def cosine_lr(c: Call, lr: float) -> tuple[str, str]:
+def cosine_lr(c: Call, lr: float, _schedules: Sequence[str]) -> tuple[str, str]:
     c.use("burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig")
     config = f"CosineAnnealingLrSchedulerConfig::new({literals.f64(lr)}, {c.integer('t_max')})"
     if c.has("eta_min"):
@@ -136,7 +140,7 @@ def cosine_lr(c: Call, lr: float) -> tuple[str, str]:
     return "CosineAnnealingLrSchedulerConfig", config
 
 
-def linear_lr(c: Call, lr: float) -> tuple[str, str]:
+def linear_lr(c: Call, lr: float, _schedules: Sequence[str]) -> tuple[str, str]:
     """burn's config has no defaults: a factor or count the program omits is torch's (the table's
     `torch_default`, the interpreter's `torch_defaults::LINEAR_LR_*`); the learning rates are the
     optimizer's `lr` times the factors, multiplied at run time as the interpreter does."""
@@ -157,7 +161,29 @@ def linear_lr(c: Call, lr: float) -> tuple[str, str]:
     return "LinearLrSchedulerConfig", config
 
 
-SCHEDULERS: Final = {"step_lr": step_lr, "cosine_lr": cosine_lr, "linear_lr": linear_lr}
+def sequential_lr(c: Call, lr: float, schedules: Sequence[str]) -> tuple[str, str]:
+    """burn's sequential config of the schedules' configs (`schedules`: each as an
+    `LrSchedulerConfig` variant, as its own statement wrote it from its optimizer's `lr`), as the
+    interpreter's `build_scheduler` composes them; the milestones as they are."""
+    c.use("burn::optim::lr_scheduler::sequential::SequentialLrSchedulerConfig")
+    c.use("burn::optim::lr_scheduler::LrSchedulerConfig")
+    milestones = ", ".join(str(m) for m in c.ints("milestones"))
+    return (
+        "SequentialLrSchedulerConfig",
+        f"SequentialLrSchedulerConfig::new(vec![{', '.join(schedules)}], vec![{milestones}])",
+    )
+
+
+SCHEDULERS: Final = {"step_lr": step_lr, "cosine_lr": cosine_lr, "linear_lr": linear_lr, "sequential_lr": sequential_lr}
+
+VARIANTS: Final = {
+    "StepLrSchedulerConfig": "Step",
+    "CosineAnnealingLrSchedulerConfig": "Cosine",
+    "LinearLrSchedulerConfig": "Linear",
+    "SequentialLrSchedulerConfig": "Sequential",
+}
+"""A schedule's config type -> its variant of burn's `LrSchedulerConfig` (what `SequentialLrSchedulerConfig`
+composes)."""
 
 
 def eval_(g: Writer, st: Stmt, state: State, depth: int, ctx: Ctx) -> None:
