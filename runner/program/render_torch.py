@@ -216,7 +216,8 @@ class _Renderer:
                 name = json.dumps(st.args[0])
                 if in_timed:
                     assert self.timed is not None
-                    last = f"_it == {self.timed.attrs['count']}" if values else "False"
+                    every = bool(st.attrs.get("every_checkpoint"))
+                    last = ("True" if every else f"_it == {self.timed.attrs['count']}") if values else "False"
                     self.put(depth, f"if _it in _CHECKPOINTS:{where}")
                     self.put(depth + 1, f"_observe({label}, {name}, {st.index}, _it, {self.value(st.args[0])}, {last})")
                 else:
@@ -246,12 +247,12 @@ class _Renderer:
                 )
             kind, threshold = clip
             return f"torch.nn.utils.clip_grad_{kind}_({params}, {threshold!r})\n{opt_step}"
-        if st.op in SCHEDULER_OPS:
         if st.op == "sequential_lr":
             opt, *schedules = (self.value(a) for a in st.args)
             return (
                 f"{spec.torch_signature}({opt}, schedulers=[{', '.join(schedules)}], milestones={at['milestones']!r})"
             )
+        if st.op in SCHEDULER_OPS:
             kwargs = "".join(f", {k}={v!r}" for k, v in torch_keywords(st.op, at).items())
             return f"{spec.torch_signature}({self.value(st.args[0])}{kwargs})"
         if st.op == "soft_update":

@@ -14,7 +14,8 @@
   the `track` tensor's flags, and calls `progress(checkpoint)`;
 - `observe` outside the timed loop records every time it runs; inside it, at
   checkpoint iterations only, with values and gradient at the loop's last
-  iteration only (flags every time).
+  iteration only (flags every time), or at every checkpoint with
+  `every_checkpoint=True`.
 
 `setup_ms` is the time to make the initial tensors and modules (from the IR
 already validated to the first statement).
@@ -223,7 +224,7 @@ class _Run:
         if not self.record:
             return
         started = time.perf_counter()
-        with_values = st.flag("values") and self.last
+        with_values = st.flag("values") and (self.last or st.flag("every_checkpoint"))
         grad = held_grad(t) if with_values else None
         self.observations.append(
             {

@@ -1165,8 +1165,8 @@ class Generator:
                 carried=ctx.carried,
             )
             self.block(st.body, state, depth, inner)
-            if timed and self.timed_observes and first == count and not self.sketch:
-                self.put(depth, "print_pending(true);", None, "the last iteration's observations, with their values")
+            if timed and self.timed_observes and first in self.p.settings.checkpoints and not self.sketch:
+                self.put(depth, "print_pending(true);", None, "a checkpoint's observations, with their values")
             if timed:
                 self.checkpoint(state, depth, str(first), static=first)
             self.forget_locals(st, state, carried_names)
@@ -1298,7 +1298,7 @@ class Generator:
         self.block(st.body, state, depth + 1, inner)
         self.scopes.pop()
         if timed and self.timed_observes and not self.sketch:
-            self.put(depth + 1, "print_pending(true);", None, "the last iteration's observations, with their values")
+            self.put(depth + 1, "print_pending(true);", None, "a checkpoint's observations, with their values")
         if timed:
             self.checkpoint(state, depth + 1, it, static=None)
         self.put(depth, "}")
@@ -1355,8 +1355,8 @@ class Generator:
         """The body of the reproducer's `fn main`: the params and inputs, the statements."""
         self.setup(state)
         if self.timed_observes:
-            self.put(1, "// The timed loop's last iteration prints its observations when it ends (the runner reads")
-            self.put(1, "// their values then); a panic before prints them without values, then itself.")
+            self.put(1, "// A checkpoint iteration of the timed loop prints its observations when it ends (the runner")
+            self.put(1, "// reads their values then); a panic before prints them without values, then itself.")
             self.put(1, "let report_panic = std::panic::take_hook();")
             self.put(1, "std::panic::set_hook(Box::new(move |info| {")
             self.put(2, "print_pending(false);")

@@ -35,7 +35,7 @@ RUST_KEYWORDS = frozenset(
 OWN_NAMES = frozenset(
     # the generated code's functions, statics, consts, types and modules
     "main observe observe_transposed record checkpoint print_pending flags_json torch_values floats_json "
-    "number_json string_json PENDING CHECKPOINTS LAST Model data "
+    "number_json string_json PENDING CHECKPOINTS LAST EVERY_CHECKPOINT Model data "
     # its locals in `fn main`
     "device model grads grads_sum newest_grads grad_tmp fresh acc it report_panic info eval_model".split()
     # its helper functions for int and bool tensors
@@ -57,7 +57,7 @@ DERIVE_LOCALS = frozenset(
 PATTERNS = frozenset(
     # values in scope at the top of main.rs that `let NAME = ..` would match as a pattern
     # (`Int` and `Bool` are unit structs)
-    "PENDING CHECKPOINTS LAST Some None Ok Err Int Bool".split()
+    "PENDING CHECKPOINTS LAST EVERY_CHECKPOINT Some None Ok Err Int Bool".split()
 )
 LOCAL_RESERVED = RUST_KEYWORDS | OWN_NAMES | IN_SCOPE
 FIELD_RESERVED = RUST_KEYWORDS | DERIVE_LOCALS | PATTERNS

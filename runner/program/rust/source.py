@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import Program
+from ..ir import Program, walk
 from .forward import ForwardRegion
 from .generate import BURN_VERSION, generate
 from .support import helpers
@@ -107,7 +107,17 @@ def rust_source(p: Program, title: str, forward: ForwardRegion | None = None) ->
             f"const CHECKPOINTS: &[usize] = &[{cps}];",
         ]
         if g.timed_observes:
-            out += ["/// Its last iteration: observations record values there only.", f"const LAST: usize = {count};"]
+            every = ", ".join(
+                str(st.index)
+                for st in walk(timed.body or [])
+                if st.op == "observe" and st.attrs.get("every_checkpoint")
+            )
+            out += [
+                "/// Its last iteration: observations record values there (and at every checkpoint those below).",
+                f"const LAST: usize = {count};",
+                "/// The observations (statement indices) that record values at every checkpoint.",
+                f"const EVERY_CHECKPOINT: &[u32] = &[{every}];",
+            ]
     if g.has_model:
         out += ["", "/// Every param of the program: what burn's optimizers update.", "#[derive(Module, Debug)]"]
         if g.model_fields:

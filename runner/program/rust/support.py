@@ -80,8 +80,9 @@ VALUES = NUMBERS + TORCH_VALUES
 
 RECORD_TIMED = r"""
 /// One observation, as a JSON line. `iteration`: inside the timed loop, where it is recorded at
-/// the checkpoints only, with values and gradient at the loop's last iteration only; there it is
-/// printed when the iteration ends, its values read then, as the runner reads them.
+/// the checkpoints only, with values and gradient at the loop's last iteration only (at every
+/// checkpoint for the statements in `EVERY_CHECKPOINT`); there it is printed when the iteration
+/// ends, its values read then, as the runner reads them.
 fn record<const D: usize>(
     label: &str,
     tensor: &str,
@@ -95,7 +96,8 @@ fn record<const D: usize>(
     if iteration.is_some_and(|it| !CHECKPOINTS.contains(&it)) {
         return;
     }
-    let with_values = with_values && iteration.is_none_or(|it| it == LAST);
+    let with_values =
+        with_values && iteration.is_none_or(|it| it == LAST || EVERY_CHECKPOINT.contains(&op_index));
     let mut shape = t.dims().to_vec();
     if transposed {
         shape.reverse();
@@ -107,14 +109,17 @@ fn record<const D: usize>(
         iteration.map_or("null".to_string(), |it| it.to_string()),
     );
     let flags = flags_json(&t);
+    // only an observation with values keeps its tensor (until the iteration ends)
+    let held = with_values.then_some((t, grad));
     // `read` is false when a panic ends the iteration before the values are read
     let line = move |read: bool| {
-        let read = read && with_values;
-        let values = read.then(|| torch_values(&t, transposed));
-        let grad = grad.as_ref().filter(|_| read).map(|g| torch_values(g, transposed));
+        let (values, grad) = match held.as_ref().filter(|_| read) {
+            Some((t, g)) => (Some(torch_values(t, transposed)), g.as_ref().map(|g| torch_values(g, transposed))),
+            None => (None, None),
+        };
         format!("{head}, \"values\": {}, \"grad\": {}, \"flags\": {flags}}}", floats_json(values), floats_json(grad))
     };
-    if iteration == Some(LAST) {
+    if iteration.is_some() {
         PENDING.with(|pending| pending.borrow_mut().push(Box::new(line)));
     } else {
         println!("{}", line(true));
@@ -124,7 +129,7 @@ fn record<const D: usize>(
 
 PENDING = r"""
 thread_local! {
-    /// The observations of the timed loop's last iteration, printed when it ends.
+    /// The observations of a timed iteration (a checkpoint), printed when it ends.
     static PENDING: RefCell<Vec<Box<dyn Fn(bool) -> String>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -177,8 +182,8 @@ fn record_exact(
 
 RECORD_EXACT_TIMED = r"""
 /// One observation of an int or bool tensor as a JSON line: no gradient, never tracked. Its
-/// values are read at once (it holds no graph); in the timed loop's last iteration the line is
-/// printed with the others when the iteration ends.
+/// values are read at once (it holds no graph); in a timed iteration the line is printed with the
+/// others when the iteration ends.
 #[allow(clippy::too_many_arguments)]
 fn record_exact(
     label: &str,
@@ -193,7 +198,8 @@ fn record_exact(
     if iteration.is_some_and(|it| !CHECKPOINTS.contains(&it)) {
         return;
     }
-    let with_values = with_values && iteration.is_none_or(|it| it == LAST);
+    let with_values =
+        with_values && iteration.is_none_or(|it| it == LAST || EVERY_CHECKPOINT.contains(&op_index));
     let line = format!(
         "{{\"label\": {}, \"tensor\": {}, \"op_index\": {op_index}, \"iteration\": {}, \"shape\": {shape:?}, \
          \"values\": {}, \"grad\": null, \"flags\": {}}}",
@@ -203,7 +209,7 @@ fn record_exact(
         floats_json(with_values.then(values)),
         untracked_json(autodiff),
     );
-    if iteration == Some(LAST) {
+    if iteration.is_some() {
         PENDING.with(|pending| pending.borrow_mut().push(Box::new(move |_| line.clone())));
     } else {
         println!("{line}");

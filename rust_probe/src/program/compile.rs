@@ -234,6 +234,8 @@ pub enum Kind {
         label: String,
         tensor: String,
         values: bool,
+        /// In the timed loop: values and gradient at every checkpoint, not only the last iteration.
+        every_checkpoint: bool,
     },
     Repeat {
         count: u64,
@@ -890,8 +892,6 @@ impl Compiler {
                 let sched = self.scheduler_out(s, defined)?;
                 Kind::NewScheduler { sched, opt, config }
             }
-            Op::SchedStep => Kind::SchedStep {
-                sched: self.scheduler_arg(s, 0, defined)?,
             Op::SequentialLr => {
                 let attrs = attrs::SequentialLr::read(&r)?;
                 let opt = self.optimizer_arg(s, defined)?;
@@ -905,6 +905,8 @@ impl Compiler {
                     config: SchedulerConfig::Sequential { children, attrs },
                 }
             }
+            Op::SchedStep => Kind::SchedStep {
+                sched: self.scheduler_arg(s, 0, defined)?,
             },
             Op::CopyModule | Op::SoftUpdate => {
                 let target = self.module_arg(s, 0, op)?;
@@ -942,6 +944,7 @@ impl Compiler {
                     label: attrs.label.unwrap_or_else(|| tensor.clone()),
                     tensor,
                     values: attrs.values,
+                    every_checkpoint: attrs.every_checkpoint,
                 }
             }
             Op::RequireGrad | Op::Freeze | Op::AddScalarInPlace => {

@@ -890,7 +890,8 @@ impl<'a> Machine<'a> {
                     label,
                     tensor,
                     values,
-                } => self.observe(*a, label, tensor, *values)?,
+                    every_checkpoint,
+                } => self.observe(*a, label, tensor, *values, *every_checkpoint)?,
                 Kind::Repeat { count, body, timed } => {
                     if *timed {
                         self.timed_loop(*count, body)?;
@@ -911,8 +912,18 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    fn observe(&mut self, a: Src, label: &str, tensor: &str, values: bool) -> Result<(), Stop> {
+    /// Inside the timed loop: at the checkpoints only, with values and gradient at the last
+    /// iteration (`every_checkpoint`: at every checkpoint).
+    fn observe(
+        &mut self,
+        a: Src,
+        label: &str,
+        tensor: &str,
+        values: bool,
+        every_checkpoint: bool,
+    ) -> Result<(), Stop> {
         let in_timed = self.iteration.is_some();
+        let values = values && (!in_timed || self.last_now || every_checkpoint);
         if in_timed && !self.checkpoint_now {
             // Not recorded; a last use still releases the value.
             if let Src::Slot { slot, take: true } = a {
@@ -934,7 +945,7 @@ impl<'a> Machine<'a> {
         };
         match value {
             Value::Number(x) => {
-                if values && (!in_timed || self.last_now) {
+                if values {
                     obs.values = Some(vec![x as f32]);
                 }
                 self.observations.push(obs);
@@ -947,21 +958,20 @@ impl<'a> Machine<'a> {
                     _ => unreachable!("matched above"),
                 };
                 obs.shape = shape;
-                if values && (!in_timed || self.last_now) {
+                if values {
                     obs.values = Some(read.map_err(error)?);
                 }
                 self.observations.push(obs);
             }
             Value::Tensor(t) => {
                 obs.shape = t.torch_shape();
-                let want_values = values && (!in_timed || self.last_now);
-                let grad = if want_values {
+                let grad = if values {
                     self.grad_of(a, &t)
                 } else {
                     None
                 };
                 self.observations.push(obs);
-                if want_values {
+                if values {
                     let index = self.observations.len() - 1;
                     if in_timed {
                         // Read once the iteration's clock has stopped.
