@@ -17,7 +17,9 @@ agree when burn's step is written first, as burn's own training loop does, which
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 
 import pytest
 from agreement import Agreement, _errors, check, record, run_both
@@ -26,6 +28,7 @@ from runner import _probe
 from runner.model.case import Tolerance
 from runner.oracles import compare_observations
 from runner.program import data, syntax, torch_interp
+from runner.program.ir import Settings
 
 _REGRESSION = "lin = Linear(8, 4)\nx = input(16, 8)\ny = input(16, 4)\n"
 _LOOP = (
@@ -53,11 +56,21 @@ _UNIT = 'p = param(1, init="zeros")\n'
 
 
 def _schedule(scheduler: str, steps: int, *, burn_order: bool, lr: float = 0.1) -> str:
+    """`scheduler`: the schedule's expression, after the statements that make what it composes
+    (`warm = linear_lr(opt)`, one per line, then `sequential_lr(opt, warm, ...)`)."""
+    *made, expr = scheduler.split("\n")
     body = "    step(opt)\n    sched_step(sched)\n" if not burn_order else "    sched_step(sched)\n    step(opt)\n"
     return (
-        f"{_UNIT}opt = sgd(lr={lr})\nsched = {scheduler}\nfor i in range({steps}):\n"
+        f"{_UNIT}opt = sgd(lr={lr})\n{''.join(m + chr(10) for m in made)}sched = {expr}\nfor i in range({steps}):\n"
         f"    zero_grad(opt)\n    backward(sum(p))\n{body}observe(p)"
     )
+
+
+# A linear warm-up over 5 steps from a tenth of the learning rate, then a cosine decay over 25.
+WARM_COSINE = (
+    "warm = linear_lr(opt, start_factor=0.1, total_iters=5)\ncos = cosine_lr(opt, 25)\n"
+    "sequential_lr(opt, warm, cos, milestones=[5])"
+)
 
 
 PROGRAMS: dict[str, list[str]] = {
@@ -87,6 +100,15 @@ PROGRAMS: dict[str, list[str]] = {
     "step_lr": [_schedule("step_lr(opt, 3, gamma=0.5)", 1, burn_order=False)],
     "cosine_lr": [_schedule("cosine_lr(opt, 10, eta_min=0.01)", 1, burn_order=False)],
     "linear_lr": [_schedule("linear_lr(opt, start_factor=1.0, end_factor=0.5, total_iters=4)", 1, burn_order=False)],
+    # The first step's learning rate (the warm-up's start factor 1: the optimizer's lr on both sides).
+    "sequential_lr": [
+        _schedule(
+            "warm = linear_lr(opt, start_factor=1.0, end_factor=0.5, total_iters=2)\ncos = cosine_lr(opt, 10)\n"
+            "sequential_lr(opt, warm, cos, milestones=[2])",
+            1,
+            burn_order=False,
+        )
+    ],
     "sched_step": [_schedule("step_lr(opt, 100)", 3, burn_order=False)],
     "copy_module": [
         _TARGET
@@ -153,6 +175,13 @@ SCHEDULES = [
     "linear_lr(opt)",
     "linear_lr(opt, start_factor=0.1, end_factor=0.9, total_iters=3)",
     "linear_lr(opt, start_factor=1.0, end_factor=0.0, total_iters=4)",
+    WARM_COSINE,
+    # LinearLR's omitted factors (torch's, as a port writes them), then a step schedule
+    "warm = linear_lr(opt)\ndecay = step_lr(opt, 3, gamma=0.5)\nsequential_lr(opt, warm, decay, milestones=[4])",
+    # three schedules, the second's milestone before its warm-up ends; one schedule alone
+    "a = linear_lr(opt, start_factor=0.5, total_iters=4)\nb = cosine_lr(opt, 6, eta_min=0.01)\n"
+    "c = step_lr(opt, 2)\nsequential_lr(opt, a, b, c, milestones=[2, 9])",
+    "only = cosine_lr(opt, 4)\nsequential_lr(opt, only, milestones=[])",
 ]
 
 
@@ -168,7 +197,9 @@ def test_the_schedule_agrees_in_burns_order(scheduler: str, steps: int) -> None:
     )
 
 
-@pytest.mark.parametrize("scheduler", ["cosine_lr(opt, 10)", "step_lr(opt, 2, gamma=0.5)", "linear_lr(opt)"])
+@pytest.mark.parametrize(
+    "scheduler", ["cosine_lr(opt, 10)", "step_lr(opt, 2, gamma=0.5)", "linear_lr(opt)", WARM_COSINE]
+)
 def test_a_schedule_stepped_where_torch_steps_it_lags_one_step_in_burn(scheduler: str) -> None:
     """The same program on both sides: burn's first `sched.step()` gives the initial learning rate,
     so each optimizer step after it uses the previous step's learning rate; the param (the sum of
@@ -177,6 +208,78 @@ def test_a_schedule_stepped_where_torch_steps_it_lags_one_step_in_burn(scheduler
     assert torch_run.outcome == burn_run.outcome == "ok"
     values = compare_observations(torch_run, burn_run, "values", "p", Tolerance())
     assert values.same is False, values.observed
+
+
+def _rates(source: str, steps: int) -> tuple[list[float], list[float]]:
+    """The learning rate of every step on each side (torch, burn): how far the unit param moved,
+    observed after every step (`every_checkpoint`, a checkpoint at every iteration)."""
+    source = source.replace("    step(opt)\n", '    step(opt)\n    observe(p, "p", every_checkpoint=True)\n')
+    settings = Settings(checkpoints=list(range(1, steps + 1)))
+    program = data.materialize(syntax.parse(source, where="test"), seed=3, settings=settings)
+    results = [torch_interp.run(program), _probe.run_program(program.to_json())]
+    rates = []
+    for result in results:
+        assert result["outcome"] == "ok", result["failure"]
+        seen = [o for o in result["observations"] if o["label"] == "p" and o["iteration"] is not None]
+        assert [o["iteration"] for o in seen] == list(range(1, steps + 1))
+        values = [0.0] + [o["values"][0] for o in seen]
+        rates.append([before - after for before, after in itertools.pairwise(values)])
+    return rates[0], rates[1]
+
+
+def _warm_cosine(step: int) -> float:
+    """torch's documented SequentialLR of LinearLR(start_factor=0.1, total_iters=5) and
+    CosineAnnealingLR(T_max=25), milestone 5, lr 0.1: the learning rate of optimizer step `step`."""
+    epoch = step - 1
+    if epoch < 5:
+        return 0.1 * (0.1 + 0.9 * epoch / 5)
+    return 0.05 * (1 + math.cos(math.pi * (epoch - 5) / 25))
+
+
+@pytest.mark.filterwarnings(
+    "ignore:Detected call of `lr_scheduler.step\\(\\)` before:UserWarning"
+)  # torch runs burn's order too
+def test_a_warm_up_then_cosine_gives_torchs_rates_in_burns_order() -> None:
+    """burn's milestone counts completed `step()` calls and its cosine starts from its own first
+    step; stepped before the optimizer (burn's order) that is torch's SequentialLR, step by step:
+    the warm-up's 5 rates, the jump to the full rate at step 6, the decay."""
+    torch_rates, _ = _rates(_schedule(WARM_COSINE, 30, burn_order=False), 30)
+    _, burn_rates = _rates(_schedule(WARM_COSINE, 30, burn_order=True), 30)
+    expected = [_warm_cosine(k) for k in range(1, 31)]
+    assert torch_rates == pytest.approx(expected, abs=2e-6)
+    assert burn_rates == pytest.approx(expected, abs=2e-6)
+    assert burn_rates[5] == pytest.approx(0.1, abs=2e-6) and burn_rates[4] == pytest.approx(0.082, abs=2e-6)
+
+
+def test_a_warm_up_then_cosine_stepped_where_torch_steps_it_starts_at_the_full_rate_in_burn() -> None:
+    """Written where torch's `sched.step()` is: burn's first optimizer step takes the optimizer's
+    own learning rate (10 times the warm-up's first), every later step the rate torch used one
+    step before, so the full rate comes at step 7, not 6."""
+    torch_rates, burn_rates = _rates(_schedule(WARM_COSINE, 30, burn_order=False), 30)
+    assert burn_rates[0] == pytest.approx(0.1, abs=2e-6) and torch_rates[0] == pytest.approx(0.01, abs=2e-6)
+    assert burn_rates[1:] == pytest.approx(torch_rates[:-1], abs=2e-6)
+    assert burn_rates[5] == pytest.approx(0.082, abs=2e-6) and burn_rates[6] == pytest.approx(0.1, abs=2e-6)
+
+
+def test_burn_refuses_a_milestone_of_0_and_torch_starts_with_the_second_schedule() -> None:
+    source = _schedule(
+        "a = linear_lr(opt)\nb = cosine_lr(opt, 4)\nsequential_lr(opt, a, b, milestones=[0])", 2, burn_order=False
+    )
+    torch_run, burn_run = run_both(source)
+    assert torch_run.outcome == "ok"
+    assert burn_run.outcome == "error" and burn_run.failure is not None
+    assert burn_run.failure.op == "sequential_lr"
+    assert "Milestones must be greater than zero and strictly increasing" in burn_run.failure.message
+
+
+def test_both_refuse_a_milestone_count_that_is_not_one_less_than_the_schedules() -> None:
+    source = _schedule(
+        "a = linear_lr(opt)\nb = cosine_lr(opt, 4)\nsequential_lr(opt, a, b, milestones=[1, 2])", 2, burn_order=False
+    )
+    torch_run, burn_run = run_both(source)
+    for run in (torch_run, burn_run):
+        assert run.outcome == "error" and run.failure is not None and run.failure.op == "sequential_lr"
+    assert burn_run.failure is not None and "one less than the number of schedulers" in burn_run.failure.message
 
 
 def test_burn_refuses_a_cosine_schedule_from_a_learning_rate_above_1() -> None:

@@ -74,6 +74,32 @@ def test_the_probe_refuses_what_the_contract_refuses():
         _probe.run_program(json.dumps(ir))
 
 
+def test_an_integer_lists_entries_are_range_checked_on_both_sides():
+    """`sequential_lr`'s milestones: each entry within the table's bounds, in the IR's validation
+    and in the probe (generated from the same table)."""
+    milestones = OPS["sequential_lr"].attr("milestones")
+    assert milestones is not None and milestones.check([0, 5]) == [0, 5]
+    with pytest.raises(ValueError, match=r"`milestones`: entries must be >= 0 and <= 10000000, not -1"):
+        milestones.check([3, -1])
+    ir = {
+        "ir_version": limits.IR_VERSION,
+        "tensors": [{"name": "w", "role": "param", "shape": [1], "data": [0.0]}],
+        "body": [
+            {"index": 0, "line": 1, "op": "sgd", "args": [], "out": "opt", "attrs": {"lr": 0.1}},
+            {"index": 1, "line": 2, "op": "step_lr", "args": ["opt"], "out": "a", "attrs": {"step_size": 2}},
+            {"index": 2, "line": 3, "op": "step_lr", "args": ["opt"], "out": "b", "attrs": {"step_size": 2}},
+            {"index": 3, "line": 4, "op": "sequential_lr", "args": ["opt", "a", "b"], "out": "s", "attrs": {}},
+        ],
+    }
+    ir["body"][3]["attrs"] = {"milestones": [-1]}
+    with pytest.raises(ValueError, match=r"attrs\.milestones: must be a list of entries >= 0 and <= 10000000, got -1"):
+        _probe.run_program(json.dumps(ir))
+    ir["body"][3]["args"] = ["opt", "a", "w"]
+    ir["body"][3]["attrs"] = {"milestones": [1]}
+    with pytest.raises(ValueError, match=r"args\[2\]: no scheduler named \"w\" is bound before this statement"):
+        _probe.run_program(json.dumps(ir))
+
+
 def test_the_p10_defaults_are_the_contracts_on_both_sides():
     params = P10Params().model_dump()
     assert params["checkpoints"] == p10.default_checkpoints(p10.DEFAULTS["steps"])  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from runner.model.case import Tolerance
 from runner.model.results import RawRun, from_data
 from runner.oracles import compare_observations
 from runner.program import data, syntax, torch_interp
+from runner.program.ir import Settings
 
 # op -> a program that uses it, observing its result (and, when it has a gradient, the params').
 PROGRAMS: dict[str, str] = {
@@ -144,3 +145,44 @@ def test_clone_of_a_param_holds_its_gradient_in_burn_only():
     b_torch = next(o for o in torch_run.observations if o.label == "b")
     b_burn = next(o for o in burn_run.observations if o.label == "b")
     assert b_torch.grad is None and b_burn.grad is not None
+
+
+EVERY_CHECKPOINT = """
+lin = Linear(3, 2)
+x = input(4, 3)
+opt = sgd(lr=0.1)
+for i in range(6):
+    loss = mean(lin(x) ** 2)
+    zero_grad(opt)
+    backward(loss)
+    observe(lin.weight, "w", every_checkpoint=True)
+    observe(lin.bias, "b at the last step")
+    observe(lin.bias, "b flags", values=False, every_checkpoint=True)
+    step(opt)
+"""
+
+
+def test_an_observation_at_every_checkpoint_records_values_and_gradient_at_each_on_both_sides():
+    """`every_checkpoint=True`: values and gradient at each of the timed loop's checkpoints (1, 3
+    and 6 here), where a plain observation records them at the last iteration only; both sides
+    record the same, and the oracle compares each checkpoint on its own (`w@3`)."""
+    settings = Settings(checkpoints=[1, 3, 6])
+    program = data.materialize(syntax.parse(EVERY_CHECKPOINT, where="test"), seed=3, settings=settings)
+    runs = (_record(torch_interp.run(program)), _record(_probe.run_program(program.to_json())))
+    for run in runs:
+        assert run.outcome == "ok", run.failure
+        by_label: dict[str, list[tuple[int | None, bool, bool]]] = {}
+        for o in run.observations:
+            by_label.setdefault(o.label, []).append((o.iteration, o.values is not None, o.grad is not None))
+        assert by_label["w"] == [(1, True, True), (3, True, True), (6, True, True)]
+        assert by_label["b at the last step"] == [(1, False, False), (3, False, False), (6, True, True)]
+        assert by_label["b flags"] == [(1, False, False), (3, False, False), (6, False, False)]
+    torch_run, burn_run = runs
+    values = compare_observations(torch_run, burn_run, "values", "w", Tolerance())
+    grads = compare_observations(torch_run, burn_run, "grads", "w", Tolerance())
+    assert values.same is True and grads.same is True
+    per_label = values.observed["per_label"]
+    assert isinstance(per_label, dict) and set(per_label) == {"w@1", "w@3", "w@6"}
+    # the weights move between checkpoints: each is compared with its own
+    w = {o.iteration: o.values for o in torch_run.observations if o.label == "w"}
+    assert w[1] != w[3] != w[6]

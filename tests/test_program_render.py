@@ -73,6 +73,27 @@ observe(w, values=False)
 """,
         Settings(checkpoints=[2, 3]),
     ),
+    # a warm-up then a cosine decay (SequentialLR), and a weight observed at every checkpoint
+    "schedules": (
+        """\
+lin = Linear(3, 2)
+x = input(4, 3)
+opt = sgd(lr=0.1)
+warm = linear_lr(opt, start_factor=0.2, total_iters=3)
+cos = cosine_lr(opt, 5)
+sched = sequential_lr(opt, warm, cos, milestones=[3])
+for i in range(8):
+    loss = mean(lin(x) ** 2)
+    zero_grad(opt)
+    backward(loss)
+    observe(lin.weight, "w", every_checkpoint=True)
+    observe(lin.bias, "b")
+    step(opt)
+    sched_step(sched)
+observe(lin.weight)
+""",
+        Settings(checkpoints=[1, 4, 8]),
+    ),
     "nan": (
         "a = input(3, values=[-1, 0, 2])\nb = log(a)\nobserve(b)\n",
         None,
@@ -129,6 +150,13 @@ def test_rendered_script_uses_the_torch_spellings():
         assert "    " + line in text, line
     compile(text, "rendered", "exec")
     assert "torch.float64" in render(program, dtype="float64")
+    schedules = render(materialize(parse(PROGRAMS["schedules"][0], where="s"), 0, PROGRAMS["schedules"][1]))
+    for line in [
+        "sched = torch.optim.lr_scheduler.SequentialLR(opt, schedulers=[warm, cos], milestones=[3])  # [3] line 6",
+        '_observe("w", "lin.weight", 10, _it, lin.weight, True)',
+        '_observe("b", "lin.bias", 11, _it, lin.bias, _it == 8)',
+    ]:
+        assert line in schedules, line
 
 
 def test_render_refuses_what_torch_lacks():

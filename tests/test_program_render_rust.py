@@ -641,6 +641,7 @@ observe(drop(x))
                 "adamw_defaults": ["defaults", "decay-default", "given"],
                 "rmsprop_defaults": ["defaults", "given"],
                 "cosine_schedule": ["torch-order", "burn-order", "lr-above-1"],
+                "warmup_cosine_schedule": ["torch-order", "burn-order"],
                 "module_no_grad": ["module"],  # its `scope` variant is no_grad, which burn lacks
                 "target_network_copy": ["online-first", "target-first"],
                 "target_soft_update": ["in-loss", "detached"],
@@ -707,6 +708,29 @@ for i in range(3):
 observe(q)
 """,
             None,
+        ),
+        # observations at every checkpoint (a Linear weight, a free param, an int tensor, flags only)
+        # beside one at the last step only; the first iteration written out (the gradients the
+        # loop's end holds), a checkpoint there too
+        "every-checkpoint": (
+            """\
+lin = Linear(3, 2)
+w = param(2, 2)
+x = input(4, 3)
+opt = adam(lr=0.01)
+for i in range(5):
+    loss = mean((lin(x) @ w) ** 2)
+    backward(loss)
+    observe(lin.weight, "w", every_checkpoint=True)
+    observe(w, "free", every_checkpoint=True)
+    observe(loss, "loss flags", values=False, every_checkpoint=True)
+    observe(argmax(lin(x), 1), "argmax", every_checkpoint=True)
+    observe(w, "free at the last step")
+    step(opt)
+    backward(mean(lin(x) ** 2))
+observe(w)
+""",
+            Settings(checkpoints=[1, 2, 5]),
         ),
         # an optimizer and its schedule made again at the end of each iteration: the loop carries both
         "schedule-remade-with-its-optimizer": (
@@ -1236,6 +1260,14 @@ def test_optimizers_and_schedules_follow_the_interpreter_spelling():
     )
     omitted = render(family_program("rmsprop_defaults-defaults"))["src/main.rs"]
     assert "let mut opt = RmsPropConfig::new().init();" in omitted  # burn's eps 1e-5 and momentum 0.9
+    # a sequential schedule: burn's config of its schedules' configs, as their statements wrote them
+    sequential = render(family_program("sequential_lr-0"))["src/main.rs"]
+    assert (
+        "let mut sched = SequentialLrSchedulerConfig::new(vec![LrSchedulerConfig::Linear(LinearLrSchedulerConfig::new("
+        "0.1 * 1.0, 0.1 * 0.5, 2)), LrSchedulerConfig::Cosine(CosineAnnealingLrSchedulerConfig::new(0.1, 10))], "
+        'vec![2]).init().unwrap_or_else(|e| panic!("SequentialLrSchedulerConfig::init: {e}"));' in sequential
+    )
+    assert "let _ = CosineAnnealingLrSchedulerConfig::new(0.1, 10).init()" in sequential  # never stepped itself
     loops = render(family_program("schedules-in-loops"))["src/main.rs"]
     for line in [
         "let mut opt_lr = ModuleLearningRate::from(0.5);",  # step(opt) after the loop reads it if it never ran
@@ -1247,6 +1279,19 @@ def test_optimizers_and_schedules_follow_the_interpreter_spelling():
         "        let o2_lr = s2.step();  // [22] line 22",
     ]:
         assert line in loops, line
+
+
+def test_observations_at_every_checkpoint_hold_their_values_until_the_checkpoint_ends():
+    """The statements observed at every checkpoint are listed for the helpers, which hold a timed
+    observation with values until its iteration ends (its values read then); the first iteration,
+    written out and a checkpoint, prints its observations at its end too."""
+    main = render(family_program("every-checkpoint"))["src/main.rs"]
+    assert "const EVERY_CHECKPOINT: &[u32] = &[7, 8, 9, 12];" in main
+    assert "with_values && iteration.is_none_or(|it| it == LAST || EVERY_CHECKPOINT.contains(&op_index));" in main
+    first, loop = main.split("for it in 2..=5 {", 1)
+    assert 'observe_int("argmax", "_t5", 12, Some(1), _t5, true);' in first
+    assert first.rstrip().endswith("print_pending(true);  // a checkpoint's observations, with their values")
+    assert "print_pending(true);" in loop
 
 
 @pytest.mark.parametrize(
