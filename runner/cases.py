@@ -86,7 +86,12 @@ def _with_programs(case: ProgramCase, path: Path, steps: int | None = None) -> P
             loop.attrs["count"] = steps
         counts[variant] = _loop_count(parsed.body)
         count = counts[variant]
-        points = [p for p in spec.checkpoints if p <= count] if spec.checkpoints else default_checkpoints(count)
+        if not spec.checkpoints:
+            points = default_checkpoints(count)
+        elif steps is not None:  # as p10's `--steps`: the checkpoints past it dropped, its last iteration added
+            points = default_checkpoints(count, spec.checkpoints)
+        else:
+            points = [p for p in spec.checkpoints if p <= count]
         settings = Settings(
             checkpoints=points if count else [], rss_every=spec.rss_every if count else 0, track=spec.track
         )

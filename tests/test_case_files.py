@@ -7,7 +7,7 @@ import pytest
 
 from runner import cases
 from runner.errors import BadInput
-from runner.model.case import Bounds, Windows
+from runner.model.case import Bounds, ProgramCase, Windows
 
 MINIMAL = """
 kind = "p10"
@@ -136,6 +136,19 @@ def test_steps_override_drops_late_checkpoints_and_checks_windows():
     assert short.windows.last_range(600) == (401, 600)
     with pytest.raises(BadInput, match="--steps 300"):
         cases.with_steps(case, 300)
+
+
+def test_a_program_cases_own_checkpoints_past_a_shorter_loop_are_dropped_and_its_last_added():
+    """As p10's: a reference model trained for fewer steps (`test_steps`, `--steps`) still records
+    its last iteration, where the observations at the last step take their values."""
+    path = cases.resolve("model_transformer_lm")
+    full = cases.load_case(path)
+    short = cases.load_case(path, steps=120)
+    assert isinstance(full, ProgramCase) and isinstance(short, ProgramCase)
+    assert full.programs["port"].settings.checkpoints == [1, 50, 100, 150, 200]
+    assert short.programs["port"].settings.checkpoints == [1, 50, 100, 120]
+    exact = cases.load_case(path, steps=100)
+    assert isinstance(exact, ProgramCase) and exact.programs["fixed"].settings.checkpoints == [1, 50, 100]
 
 
 def test_select_filters_runs_and_keeps_only_whole_pairs():
