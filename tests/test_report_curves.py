@@ -99,6 +99,56 @@ def test_nan_losses_part_unless_both_are_nan() -> None:
     assert not curves.apart(1.0, 1.0 + 5e-5, tol) and curves.apart(1.0, 1.0 + 5e-4, tol)
 
 
+def _at(label: str, iteration: int, values: list[float] | None, grad: list[float] | None) -> dict:
+    obs = _observation(label, values, grad, True, True)
+    obs["iteration"] = iteration
+    return obs
+
+
+def with_checkpoints(doc: dict, label: str = "w at checkpoints") -> dict:
+    """TEST fixture, written by hand: a weight and its gradient observed at the timed loop's three
+    iterations (two steps each): the values agree throughout, the gradient parts at iteration 2
+    (step 4) by 1 % and stays apart; a flags-only observation that never compares."""
+    weight = [0.5, -1.0, 2.0, 0.0, 1.0, -0.5]
+    grads = {"torch": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "burn": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6 * 1.01]}
+    for run in doc["runs"][-2:]:
+        for iteration in (1, 2, 3):
+            grad = grads["torch"] if iteration == 1 else grads[run["framework"]]
+            run["observations"].append(_at(label, iteration, weight, grad))
+            run["observations"].append(_at("flags only", iteration, None, None))
+    return doc
+
+
+def test_the_first_checkpoint_at_which_a_weight_or_its_gradient_parts() -> None:
+    a, b = _records(with_checkpoints(model_results()))
+    c = curves.curve(_info(), 0, a, b)
+    assert c is not None
+    assert c.checkpoints == (2, 4, 6)  # iterations 1 to 3 of two training steps each
+    assert c.first_checkpoint_apart == (4, "w at checkpoints grad")
+    assert curves.checkpoint_text(c) == "step 4 (w at checkpoints grad)"
+    loose = curves.curve(_info(Tolerance(abs=0.0, rel=0.05)), 0, a, b)
+    assert loose is not None and loose.first_checkpoint_apart is None
+    assert curves.checkpoint_text(loose) == "never (3 checkpoints)"
+    plain = curves.curve(_info(), 0, *_records(model_results()))
+    assert plain is not None and plain.checkpoints == () and curves.checkpoint_text(plain) == "-"
+
+
+def test_the_report_shows_the_first_checkpoint_apart_next_to_the_first_step_apart(tmp_path: Path) -> None:
+    doc = with_checkpoints(model_results(), label=f"w {HOSTILE}")  # TEST fixture, written by hand
+    path = save(tmp_path / "model.json", doc)
+    out = tmp_path / "out"
+    report("--from-results", path, "--out", out, "--history", tmp_path / "history")
+    page = (out / "report.html").read_text()
+    assert "weights, grads: first checkpoint apart" in page
+    assert "step 4 (w &lt;script&gt;alert(1)&lt;/script&gt; grad)" in page
+    assert "at the checkpoints (steps 2, 4, 6): first apart" in page
+    assert HOSTILE not in page
+    md = (out / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| model_toy"))
+    assert "| step 4 | step 4 (w &lt;script>alert(1)&lt;/script> grad) |" in row
+    assert "<script" not in md
+
+
 def test_a_run_without_losses_has_no_curve() -> None:
     doc = model_results()
     doc["runs"][-1]["observations"] = doc["runs"][-1]["observations"][1:]

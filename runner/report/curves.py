@@ -4,7 +4,9 @@ A program that collects its loss at every step into a tensor observed after the 
 the label `losses` (the reference models, `cases/model_*.toml`: a one-element placeholder,
 then `losses = cat(losses, reshape(detach(loss), [1]))` each step) gets, for each pair of the
 case whose two runs both observed it: both loss curves, their relative difference at every
-step, the first step at which it is beyond the case's tolerance (None: never), the largest
+step, the first step at which it is beyond the case's tolerance (None: never), the first
+checkpoint of the timed loop at which a weight or a gradient observed inside it (`observe(w,
+every_checkpoint=True)`, or at the loop's last step) is beyond the tolerance, the largest
 absolute difference of every other observation made after the loop (the final weights), and
 each run's time per training step.
 """
@@ -43,6 +45,11 @@ class Curve:
     finals: list[tuple[str, float, float]]
     ms_per_step_a: float | None
     ms_per_step_b: float | None
+    # The training steps of the checkpoints at which both runs observed values inside the timed
+    # loop (a weight and its gradient), and the first at which one of them is beyond the
+    # tolerance: (step, what parted: `fc1.weight grad`), None: never.
+    checkpoints: tuple[int, ...] = ()
+    first_checkpoint_apart: tuple[int, str] | None = None
 
 
 def _losses(run: RunRecord) -> list[float] | None:
@@ -94,6 +101,59 @@ def _finals(a: RunRecord, b: RunRecord) -> list[tuple[str, float, float]]:
     return out
 
 
+def _parted(a: list[float] | None, b: list[float] | None, tolerance: Tolerance) -> bool:
+    """Two observed arrays part: one side only has it, their lengths differ, or an element is
+    beyond the tolerance (the oracle's rule)."""
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return len(a) != len(b) or any(apart(float(x), float(y), tolerance) for x, y in zip(a, b, strict=True))
+
+
+def _checkpoints(
+    a: RunRecord, b: RunRecord, tolerance: Tolerance, steps_per_iteration: int
+) -> tuple[tuple[int, ...], tuple[int, str] | None]:
+    """The checkpoints at which both runs observed values inside the timed loop, as training steps,
+    and the first one at which an observation's values or gradient part (matched by label and
+    iteration, the newest of each, as the oracles match them)."""
+    inside_a = {(o.label, o.iteration): o for o in a.observations if o.iteration is not None and o.values is not None}
+    inside_b = {(o.label, o.iteration): o for o in b.observations if o.iteration is not None and o.values is not None}
+    both = [key for key in inside_a if key in inside_b]
+    iterations = sorted({it for _, it in both if it is not None})
+    first: tuple[int, str] | None = None
+    for iteration in iterations:
+        for label, it in both:
+            if it != iteration:
+                continue
+            oa, ob = inside_a[(label, it)], inside_b[(label, it)]
+            for what, va, vb in (("values", oa.values, ob.values), ("grad", oa.grad, ob.grad)):
+                if _parted(va, vb, tolerance):
+                    first = (iteration * steps_per_iteration, f"{label} {what}")
+                    break
+            if first is not None:
+                break
+        if first is not None:
+            break
+    return tuple(it * steps_per_iteration for it in iterations), first
+
+
+def _steps_per_iteration(run: RunRecord, steps: int) -> int:
+    """Training steps per iteration of the timed loop (10 for a loop of 20 blocks of 10 steps)."""
+    if run.step_ms and steps % len(run.step_ms) == 0:
+        return steps // len(run.step_ms)
+    return 1
+
+
+def checkpoint_text(c: Curve) -> str:
+    """`step 50 (fc2.weight grad)`, `never (5 checkpoints)`, or `-` without such observations."""
+    if not c.checkpoints:
+        return "-"
+    if c.first_checkpoint_apart is None:
+        count = len(c.checkpoints)
+        return f"never ({count} checkpoint{'s' if count != 1 else ''})"
+    step, what = c.first_checkpoint_apart
+    return f"step {step} ({what})"
+
+
 def finals_text(c: Curve) -> str:
     """`fc1.bias 1.4e-05 (rel 1e-04); ...`: rel is against the largest magnitude of run a's values."""
     return "; ".join(f"{label} {value:.2g} (rel {rel:.2g})" for label, value, rel in c.finals) or "-"
@@ -113,6 +173,7 @@ def curve(case: CaseInfo, pair_index: int, a: RunRecord, b: RunRecord) -> Curve 
     first = next((i + 1 for i in range(steps) if apart(losses_a[i], losses_b[i], tolerance)), None)
     finite = [(r, i) for i, r in enumerate(rel) if not math.isnan(r)]
     max_rel, at = max(finite) if finite else (math.nan, 0)
+    checkpoints, first_checkpoint = _checkpoints(a, b, tolerance, _steps_per_iteration(a, len(losses_a)))
     return Curve(
         case=case.name,
         a=pair.a,
@@ -129,6 +190,8 @@ def curve(case: CaseInfo, pair_index: int, a: RunRecord, b: RunRecord) -> Curve 
         finals=_finals(a, b),
         ms_per_step_a=ms_per_step(a, len(losses_a)),
         ms_per_step_b=ms_per_step(b, len(losses_b)),
+        checkpoints=checkpoints,
+        first_checkpoint_apart=first_checkpoint,
     )
 
 

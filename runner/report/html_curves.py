@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..model.results import CaseInfo
 from ..wording import value_text
 from . import svg
-from .curves import Curve, curves, finals_text, first_apart_text, origin_text
+from .curves import Curve, checkpoint_text, curves, finals_text, first_apart_text, origin_text
 from .differences import slug
 from .html_base import esc, num, pair_styles, prose, table
 from .model import Report
@@ -19,6 +19,9 @@ INTRO = (
     "frameworks; its program collects the loss of every step. The relative difference of a step's "
     "loss is |a − b| / max(|a|, |b|); the two curves part at the first step where |a − b| exceeds "
     "the case's tolerance (abs + rel · max(|a|, |b|), derived from measurement: see each case). "
+    "Weights and gradients at checkpoints: the first checkpoint of the training loop at which a weight "
+    "or its gradient observed there (at steps such as 1, 50, 100, 150, 200) is beyond the same "
+    "tolerance, and which. "
     "Final weights: the largest absolute difference of each observation made after the loop, and "
     "(rel) that divided by the observation's largest magnitude. "
     "ms/step: the median time of an iteration of the timed loop per training step."
@@ -27,6 +30,10 @@ INTRO = (
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
+
+
+def _steps(c: Curve) -> str:
+    return "steps " + ", ".join(str(s) for s in c.checkpoints) if c.checkpoints else "none observed"
 
 
 def _claim(c: Curve) -> str:
@@ -62,6 +69,7 @@ def summary(report: Report, infos: dict[str, CaseInfo]) -> str:
         "the case claims",
         "steps",
         "first step apart",
+        "weights, grads: first checkpoint apart",
         "where they start to part",
         "largest rel. loss difference (step)",
         "tolerance (abs, rel)",
@@ -80,6 +88,10 @@ def summary(report: Report, infos: dict[str, CaseInfo]) -> str:
                     esc(_claim(c)),
                     num(str(len(c.losses_a)), len(c.losses_a)),
                     num(first_apart_text(c), c.first_apart if c.first_apart is not None else 1e9),
+                    num(
+                        checkpoint_text(c),
+                        c.first_checkpoint_apart[0] if c.first_checkpoint_apart is not None else 1e9,
+                    ),
                     prose(origin_text(c, report.origins)),
                     num(f"{c.max_rel:.2g} (step {c.max_rel_step})", c.max_rel),
                     esc(f"{value_text(c.tolerance.abs)}, {value_text(c.tolerance.rel)}"),
@@ -141,7 +153,8 @@ def case_block(report: Report, info: CaseInfo) -> str:
                 f"{esc(f'{c.max_rel:.2g}')} (step {c.max_rel_step}); apart beyond the tolerance: "
                 f"<b>{esc(first_apart_text(c))}</b>"
                 + (f" (where they start to part: {prose(origin_text(c, report.origins))})" if c.first_apart else "")
-                + "; final weights, largest absolute difference: "
+                + f"; weights and gradients at the checkpoints ({esc(_steps(c))}): first apart "
+                f"<b>{esc(checkpoint_text(c))}</b>; final weights, largest absolute difference: "
                 f"{esc(finals_text(c))}; ms/step {esc(_ms(c.ms_per_step_a))} ({esc(c.a.framework)}), "
                 f"{esc(_ms(c.ms_per_step_b))} ({esc(c.b.framework)}).</p>" + _plots(c, m.label, index)
             )

@@ -12,7 +12,7 @@ from ..harm import Harm
 from ..wording import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
 from . import fuzzing, operations
 from .changes import expectation_name
-from .curves import curves, finals_text, first_apart_text, origin_text
+from .curves import checkpoint_text, curves, finals_text, first_apart_text, origin_text
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
 from .fuzzing import FuzzSection
 from .model import RSS_NOTE, Report, previous_text
@@ -155,6 +155,7 @@ def models(report: Report) -> list[str]:
                         f"{c.max_rel:.2g} (step {c.max_rel_step})",
                         f"{value_text(c.tolerance.abs)}, {value_text(c.tolerance.rel)}",
                         first_apart_text(c),
+                        checkpoint_text(c),
                         origin_text(c, report.origins),
                         finals_text(c),
                         f"{ms[0]} / {ms[1]}",
@@ -171,6 +172,7 @@ def models(report: Report) -> list[str]:
         "largest rel. loss difference (step)",
         "tolerance (abs, rel)",
         "first step apart",
+        "weights, grads: first checkpoint apart",
         "where they start to part",
         "final weights: largest abs. difference (rel to their largest magnitude)",
         "ms/step a / b",
