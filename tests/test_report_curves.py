@@ -124,11 +124,19 @@ def test_the_first_checkpoint_at_which_a_weight_or_its_gradient_parts() -> None:
     c = curves.curve(_info(), 0, a, b)
     assert c is not None
     assert c.checkpoints == (2, 4, 6)  # iterations 1 to 3 of two training steps each
-    assert c.first_checkpoint_apart == (4, "w at checkpoints grad")
-    assert curves.checkpoint_text(c) == "step 4 (w at checkpoints grad)"
+    assert c.first_checkpoint_apart is not None and c.first_checkpoint_apart[:2] == (4, "w at checkpoints grad")
+    assert math.isclose(c.first_checkpoint_apart[2], 0.006)
+    assert curves.checkpoint_text(c) == "step 4 (w at checkpoints grad, up to 0.006 apart)"
     loose = curves.curve(_info(Tolerance(abs=0.0, rel=0.05)), 0, a, b)
     assert loose is not None and loose.first_checkpoint_apart is None
     assert curves.checkpoint_text(loose) == "never (3 checkpoints)"
+    # a gradient only one run holds parts too
+    doc = with_checkpoints(model_results())
+    for obs in doc["runs"][-1]["observations"]:
+        if obs["iteration"] == 1:
+            obs["grad"] = None
+    one = curves.curve(_info(), 0, *_records(doc))
+    assert one is not None and curves.checkpoint_text(one) == "step 2 (w at checkpoints grad, in one run only)"
     plain = curves.curve(_info(), 0, *_records(model_results()))
     assert plain is not None and plain.checkpoints == () and curves.checkpoint_text(plain) == "-"
 
@@ -140,12 +148,12 @@ def test_the_report_shows_the_first_checkpoint_apart_next_to_the_first_step_apar
     report("--from-results", path, "--out", out, "--history", tmp_path / "history")
     page = (out / "report.html").read_text()
     assert "weights, grads: first checkpoint apart" in page
-    assert "step 4 (w &lt;script&gt;alert(1)&lt;/script&gt; grad)" in page
+    assert "step 4 (w &lt;script&gt;alert(1)&lt;/script&gt; grad, up to 0.006 apart)" in page
     assert "at the checkpoints (steps 2, 4, 6): first apart" in page
     assert HOSTILE not in page
     md = (out / "report.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| model_toy"))
-    assert "| step 4 | step 4 (w &lt;script>alert(1)&lt;/script> grad) |" in row
+    assert "| step 4 | step 4 (w &lt;script>alert(1)&lt;/script> grad, up to 0.006 apart) |" in row
     assert "<script" not in md
 
 

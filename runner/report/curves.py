@@ -47,9 +47,10 @@ class Curve:
     ms_per_step_b: float | None
     # The training steps of the checkpoints at which both runs observed values inside the timed
     # loop (a weight and its gradient), and the first at which one of them is beyond the
-    # tolerance: (step, what parted: `fc1.weight grad`), None: never.
+    # tolerance: (step, what parted: `fc1.weight grad`, its largest absolute difference there;
+    # NaN: only one run has it), None: never.
     checkpoints: tuple[int, ...] = ()
-    first_checkpoint_apart: tuple[int, str] | None = None
+    first_checkpoint_apart: tuple[int, str, float] | None = None
 
 
 def _losses(run: RunRecord) -> list[float] | None:
@@ -101,17 +102,23 @@ def _finals(a: RunRecord, b: RunRecord) -> list[tuple[str, float, float]]:
     return out
 
 
-def _parted(a: list[float] | None, b: list[float] | None, tolerance: Tolerance) -> bool:
-    """Two observed arrays part: one side only has it, their lengths differ, or an element is
-    beyond the tolerance (the oracle's rule)."""
+def _parted(a: list[float] | None, b: list[float] | None, tolerance: Tolerance) -> float | None:
+    """Where two observed arrays part (one side only has it, their lengths differ, or an element
+    is beyond the tolerance: the oracle's rule), their largest absolute difference (NaN when it
+    has none); None: they do not."""
     if a is None or b is None:
-        return (a is None) != (b is None)
-    return len(a) != len(b) or any(apart(float(x), float(y), tolerance) for x, y in zip(a, b, strict=True))
+        return None if (a is None) == (b is None) else math.nan
+    if len(a) != len(b):
+        return math.nan
+    if not any(apart(float(x), float(y), tolerance) for x, y in zip(a, b, strict=True)):
+        return None
+    finite = [abs(float(x) - float(y)) for x, y in zip(a, b, strict=True) if math.isfinite(float(x) - float(y))]
+    return max(finite, default=math.nan)
 
 
 def _checkpoints(
     a: RunRecord, b: RunRecord, tolerance: Tolerance, steps_per_iteration: int
-) -> tuple[tuple[int, ...], tuple[int, str] | None]:
+) -> tuple[tuple[int, ...], tuple[int, str, float] | None]:
     """The checkpoints at which both runs observed values inside the timed loop, as training steps,
     and the first one at which an observation's values or gradient part (matched by label and
     iteration, the newest of each, as the oracles match them)."""
@@ -119,15 +126,16 @@ def _checkpoints(
     inside_b = {(o.label, o.iteration): o for o in b.observations if o.iteration is not None and o.values is not None}
     both = [key for key in inside_a if key in inside_b]
     iterations = sorted({it for _, it in both if it is not None})
-    first: tuple[int, str] | None = None
+    first: tuple[int, str, float] | None = None
     for iteration in iterations:
         for label, it in both:
             if it != iteration:
                 continue
             oa, ob = inside_a[(label, it)], inside_b[(label, it)]
             for what, va, vb in (("values", oa.values, ob.values), ("grad", oa.grad, ob.grad)):
-                if _parted(va, vb, tolerance):
-                    first = (iteration * steps_per_iteration, f"{label} {what}")
+                largest = _parted(va, vb, tolerance)
+                if largest is not None:
+                    first = (iteration * steps_per_iteration, f"{label} {what}", largest)
                     break
             if first is not None:
                 break
@@ -144,14 +152,16 @@ def _steps_per_iteration(run: RunRecord, steps: int) -> int:
 
 
 def checkpoint_text(c: Curve) -> str:
-    """`step 50 (fc2.weight grad)`, `never (5 checkpoints)`, or `-` without such observations."""
+    """`step 50 (fc2.weight grad, up to 3.1e-07 apart)`, `never (5 checkpoints)`, or `-` without
+    such observations."""
     if not c.checkpoints:
         return "-"
     if c.first_checkpoint_apart is None:
         count = len(c.checkpoints)
         return f"never ({count} checkpoint{'s' if count != 1 else ''})"
-    step, what = c.first_checkpoint_apart
-    return f"step {step} ({what})"
+    step, what, largest = c.first_checkpoint_apart
+    how = "in one run only" if math.isnan(largest) else f"up to {largest:.2g} apart"
+    return f"step {step} ({what}, {how})"
 
 
 def finals_text(c: Curve) -> str:
