@@ -965,11 +965,7 @@ impl<'a> Machine<'a> {
             }
             Value::Tensor(t) => {
                 obs.shape = t.torch_shape();
-                let grad = if values {
-                    self.grad_of(a, &t)
-                } else {
-                    None
-                };
+                let grad = if values { self.grad_of(a, &t) } else { None };
                 self.observations.push(obs);
                 if values {
                     let index = self.observations.len() - 1;
