@@ -80,8 +80,8 @@ def test_p10_flattens_into_statements_with_temporaries():
     ]
     assert loop.body[4].attrs == {"exponent": 2}
     assert loop.body[7].attrs == {"retain_graph": False, "accumulate": False}
-    assert loop.body[13].attrs == {"label": "ema", "values": False}
-    assert p.body[3].attrs == {"label": "lin.weight", "values": True}
+    assert loop.body[13].attrs == {"label": "ema", "values": False, "every_checkpoint": False}
+    assert p.body[3].attrs == {"label": "lin.weight", "values": True, "every_checkpoint": False}
 
 
 @pytest.mark.parametrize(
@@ -150,7 +150,7 @@ freeze(w)
     assert outer.body is not None and outer.body[0].attrs == {"count": 2, "var": "i"}
     assert [s.index for s in p.body] == [0, 1, 3, 7, 8, 9, 10, 11, 12]
     observe = outer.body[0].body[1]  # type: ignore[index]
-    assert observe.attrs == {"label": "h label", "values": True}
+    assert observe.attrs == {"label": "h label", "values": True, "every_checkpoint": False}
     assert ops_of(p.body[3:]) == [
         (7, 11, "sum", ["h"], "_t1"),
         (8, 11, "backward", ["_t1"], None),
