@@ -25,7 +25,8 @@ INTRO = (
     "MFLOP/step: torch's count of a training step's matrix products and convolutions, forward and "
     "backward (torch.utils.flop_counter; the elementwise work, norms, softmax and the optimizer's "
     "update are not counted), one count per program, the same for torch's and burn's run of it. "
-    "GFLOP/s: those FLOPs over the run's median iteration, with their share of one core's float32 peak."
+    "GFLOP/s: those FLOPs over the run's median iteration (its reference window's where the case's "
+    "windows fit), with their share of one core's float32 peak."
 )
 
 
