@@ -2,7 +2,7 @@
 
 The test suite only holds the ratio of the two (`tests/test_program_torch.py`,
 `test_per_program_overhead_is_small`); the times themselves are here. Run with the
-other benchmarks (`python3 -m pytest benchmarks --benchmark-enable --benchmark-only`).
+other benchmarks (`python3 -m pytest benchmarks -n 0 --benchmark-enable --benchmark-only`).
 """
 
 from __future__ import annotations

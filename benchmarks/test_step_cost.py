@@ -2,8 +2,8 @@
 
 Not part of the default test run (`testpaths` is `tests/` and `cases/`). Run with:
 
-    python3 -m pytest benchmarks --benchmark-enable --benchmark-only --benchmark-autosave
-    python3 -m pytest benchmarks --benchmark-enable --benchmark-only --benchmark-compare \
+    python3 -m pytest benchmarks -n 0 --benchmark-enable --benchmark-only --benchmark-autosave
+    python3 -m pytest benchmarks -n 0 --benchmark-enable --benchmark-only --benchmark-compare \
         --benchmark-compare-fail=median:25%
 
 Each framework and mode runs in its own process (`benchmarks/stepper.py`),
@@ -44,13 +44,24 @@ RUNS = [
 
 
 class Stepper:
-    """The parent's side of one stepper process."""
+    """The parent's side of one stepper process (`case`: a program case's, MODE its variant)."""
 
-    def __init__(self, framework: str, mode: str, rounds: int):
+    def __init__(
+        self, framework: str, mode: str, rounds: int, case: str | None = None, warmup: int = WARMUP, steps: int = STEPS
+    ):
         env = noise.worker_env(os.environ, noise.Controls(), noise.timed_cpu())
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
-            [sys.executable, str(STEPPER), framework, mode, str(WARMUP), str(STEPS), str(rounds)],
+            [
+                sys.executable,
+                str(STEPPER),
+                framework,
+                mode,
+                str(warmup),
+                str(steps),
+                str(rounds),
+                *([case] if case else []),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -14,7 +14,10 @@ d_out O); a multiply-add is two. With the EMA outside the loss (`detach`,
 `target` and `target-without` add the target network's forward (x @ ema,
 2·B·I·O) and its difference in the loss (B·O); `ema-only` is the EMA alone.
 At 512x512, batch 64 that is 68.6 MFLOP for `detach`, of which the two
-matrix products are 67.1. Program cases have no count (None).
+matrix products are 67.1. Program cases are counted by torch, not here
+(`runner.program.flops`: the matrix products and convolutions of one iteration
+of the timed loop, forward and backward; p10 as a program, `p10_program`, is
+the 67.1), so `step_mflop` has no count for them (None).
 
 `cpu_peak` is the nominal float32 peak of one core: its frequency times the
 float32 lanes of its widest vector unit (16 with AVX-512, 8 with AVX/AVX2, 4
@@ -50,7 +53,8 @@ def p10_step_flop(params: dict[str, Any], mode: str) -> float:
 
 
 def step_mflop(kind: str, params: dict[str, Any], mode: str) -> float | None:
-    """MFLOP of one step of a run, where the case kind has a count (and the parameters it needs)."""
+    """MFLOP of one step of a run, where the case kind has a count here (p10, with the parameters
+    it needs; a program's count is torch's, `runner.program.flops`)."""
     if kind == "p10":
         try:
             return p10_step_flop(params, mode) / 1e6

@@ -4,6 +4,11 @@ and verdicts. Framework-agnostic: adapters are looked up by name.
 Two halves, usable apart (the upgrade check runs torch once and burn once per
 release, then judges each side): `run_all` executes and measures, `judge`
 computes verdicts from records.
+
+The cost of a program's step: every variant that a selected run of a program
+case runs is counted once (`count_flop`: one torch worker for all of them,
+beside the semantic runs, never beside a timed one), and that count is each of
+its runs' `step_mflop`, torch's and burn's alike (`runner.program.flops`).
 """
 
 from __future__ import annotations
@@ -13,22 +18,25 @@ import importlib.util
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import execute as execution
 from . import noise, results
 from .errors import Infrastructure, Interrupted
-from .execute import RunRequest, execute
+from .execute import CountRequest, RunRequest, execute
 from .frameworks import adapter_for
 from .metrics import measured
-from .model.case import Case, RunSpec, claims_timing
+from .model.case import Case, ProgramCase, RunSpec, claims_timing
 from .model.results import Conditions, RawRun, ResultsDocument, RunRecord, Skipped, Verdict
 from .verdicts import pair_verdicts, run_verdicts
 
 SpecKey = tuple[str, str]  # (case name, "framework/mode"): a run spec of a case (`RunSpec.key`)
 Executor = Callable[[RunRequest, Callable[[dict[str, Any]], None]], RawRun]
+# (case name, variant) -> MFLOP of one iteration of the variant's timed loop.
+Counts = dict[tuple[str, str], float]
+FlopCounter = Callable[[list[Case], dict[str, str], noise.Controls], Counts]
 
 
 class Reporter(Protocol):
@@ -114,6 +122,33 @@ def request_for(
     )
 
 
+def count_flop(cases: list[Case], env: dict[str, str], controls: noise.Controls) -> Counts:
+    """MFLOP of one iteration of the timed loop of every program variant the cases' runs run,
+    counted once each by torch in one worker (`execute.count_flop`); a variant without a count
+    (no timed loop, torch fails in its first iteration, the worker failed) is left out."""
+    keys: list[tuple[str, str]] = []
+    recipes: dict[str, dict[str, Any]] = {}
+    counted: list[Case] = []
+    for case in cases:
+        if not isinstance(case, ProgramCase) or not case.steps:
+            continue
+        counted.append(case)
+        for mode in sorted({spec.mode for spec in case.runs}):
+            recipes[str(len(keys))] = case.programs[mode].dump()
+            keys.append((case.name, mode))
+    if not recipes:
+        return {}
+    memory = [c.memory_mib for c in counted]
+    request = CountRequest(
+        recipes,
+        timeout_s=max(c.timeout_s for c in counted),
+        memory_mib=max(memory),
+        env=env,
+        controls=controls,
+    )
+    return {keys[int(key)]: flop / 1e6 for key, flop in execution.count_flop(request).items()}
+
+
 def run_all(
     cases: list[Case],
     reporter: Reporter | None = None,
@@ -123,6 +158,7 @@ def run_all(
     jobs: int | None = None,
     controls: noise.Controls = noise.Controls(),
     into: dict[SpecKey, RunRecord] | None = None,
+    count: FlopCounter | None = count_flop,
 ) -> dict[SpecKey, RunRecord]:
     """Execute every run of every case; records keyed by (case name, "framework/mode").
 
@@ -135,7 +171,11 @@ def run_all(
 
     Each record goes into `into` (when given) as its run completes, so that a
     caller keeps the completed runs when a signal stops the rest; the signal
-    kills the workers of the runs under way (none is recorded)."""
+    kills the workers of the runs under way (none is recorded).
+
+    `count` counts the program variants' FLOPs (`count_flop`; None: no count, no program
+    run has a `step_mflop`): first among the semantic runs (one of the `jobs`), before any
+    timed run."""
     reporter = reporter or Silent()
     preflight(cases, env)
     planned = plan(cases)
@@ -170,8 +210,13 @@ def run_all(
         )
         return raw.model_copy(update={"conditions": conditions})
 
+    counted: Future[Counts] = Future()
+    if count is None or not any(isinstance(c, ProgramCase) and c.steps for c in cases):
+        counted.set_result({})
+
     def finish(p: Planned, raws: list[RawRun]) -> RunRecord:
-        record = measured(raws[0], p.case, raws)
+        mflop = counted.result().get((p.case.name, p.spec.mode)) if isinstance(p.case, ProgramCase) else None
+        record = measured(raws[0], p.case, raws, step_mflop=mflop)
         with lock:
             reporter.run_finished(p.case, record)
         return record
@@ -179,12 +224,25 @@ def run_all(
     records: dict[SpecKey, RunRecord] = into if into is not None else {}
     side_by_side = noise.Controls(malloc=controls.malloc, pin=False)
     workers = max(1, jobs or default_jobs())
+
+    def count_now() -> None:
+        assert count is not None
+        try:
+            counted.set_result(count(cases, env or {}, side_by_side))
+        except BaseException as err:
+            counted.set_exception(err)
+            raise
+
     if workers == 1 or len(semantic) < 2:
+        if not counted.done():
+            count_now()
         for p in semantic:
             records[p.key] = finish(p, [one(p, side_by_side, 1)])
     else:
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
+            if not counted.done():
+                pool.submit(count_now)  # first: it takes one of the `jobs` while the runs start
             futures = {pool.submit(one, p, side_by_side, 1): p for p in semantic}
             for future in as_completed(futures):
                 p = futures[future]
@@ -197,6 +255,8 @@ def run_all(
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+    if not counted.done():  # never beside a timed run
+        count_now()
     for round_ in range(1, repeat + 1):
         for p in timed:
             outputs.setdefault(p.key, []).append(one(p, controls, round_))
@@ -234,8 +294,9 @@ def check(
     repeat: int = 1,
     jobs: int | None = None,
     controls: noise.Controls = noise.Controls(),
+    count: FlopCounter | None = count_flop,
 ) -> ResultsDocument:
-    """Run every case and return the results document.
+    """Run every case and return the results document (`count`: as `run_all`'s).
 
     Interrupted (a signal), it raises `Interrupted` carrying the document of
     the runs completed so far, marked partial."""
@@ -244,7 +305,7 @@ def check(
     measurement = results.Measurement(start=machine, controls=str(controls), repeat=repeat)
     records: dict[SpecKey, RunRecord] = {}
     try:
-        run_all(cases, reporter, execute_run, env, repeat, jobs, controls, into=records)
+        run_all(cases, reporter, execute_run, env, repeat, jobs, controls, into=records, count=count)
     except KeyboardInterrupt as err:
         stop = Interrupted.of(err)
         stop.partial.append(partial_document(cases, records, started, stop, measurement))

@@ -313,6 +313,69 @@ def execute(
     )
 
 
+@dataclass(frozen=True)
+class CountRequest:
+    """The FLOP count of programs (`count_flop`): key -> the program's recipe
+    (`runner.program.data.Recipe.dump`), counted in one torch worker."""
+
+    recipes: dict[str, dict[str, Any]]
+    timeout_s: float
+    memory_mib: int | None = limits.DEFAULT_MEMORY_MIB
+    env: dict[str, str] = field(default_factory=dict)
+    controls: noise.Controls = field(default_factory=noise.Controls)
+
+
+def count_flop(request: CountRequest, worker: list[str] | None = None) -> dict[str, int]:
+    """Key -> FLOPs of one iteration of that program's timed loop, counted by torch in one
+    worker process (`runner.worker`'s `count_flop` task), capped and reaped as a run's worker
+    is. A program without a count (no timed loop, torch fails in it) is left out; so is every
+    program when the worker crashes, times out or reaches its memory limit: a count is never
+    a reason for a check to fail."""
+    if not request.recipes:
+        return {}
+    command = _worker_command(worker)
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
+        spec_path, result_path = Path(tmp, "spec.json"), Path(tmp, "result.json")
+        spec = {
+            "task": "count_flop",
+            "kind": "program",
+            "framework": "torch",
+            "programs": request.recipes,
+            "memory_mib": request.memory_mib,
+        }
+        spec_path.write_text(json.dumps(spec))
+        with open(os.devnull, "wb") as sink:
+            try:
+                proc = workers.start(
+                    [*command, str(spec_path), str(result_path), str(sink.fileno())],
+                    memory_mib=request.memory_mib,
+                    env=workers.environment(request.controls, request.env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=sink,
+                    stderr=sink,
+                    pass_fds=(sink.fileno(),),
+                )
+            except (OSError, subprocess.SubprocessError):
+                return {}
+            try:
+                ended = _wait(proc, request.timeout_s)
+            finally:
+                workers.stop(proc)
+        if ended.timed_out:
+            return {}
+        try:
+            counts = json.loads(result_path.read_text()).get("counts")
+        except (OSError, ValueError, RecursionError, AttributeError):
+            return {}
+    if not isinstance(counts, dict):
+        return {}
+    return {
+        key: value
+        for key, value in counts.items()
+        if key in request.recipes and isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    }
+
+
 # A worker at its address space limit dies of these: a kernel kill, a stack or
 # mapping that could not grow, an abort after a failed allocation.
 _LIMIT_SIGNALS = {signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT}

@@ -8,8 +8,16 @@ for both frameworks: Rust and torch measure, this module judges.
 - ``rss_growth_mib_per_1000``: Theil-Sen slope of the RSS delta over the
   RSS samples (every ``rss_every`` steps; the checkpoints if there are none)
   after warm-up, in MiB per 1000 steps.
-- ``gflops``: the operations of one step (``runner.cost``) over the reference
-  window's median step time: the achieved rate of the early, steady steps.
+- ``gflops``: the operations of one step (``step_mflop``) over the reference
+  window's median step time: the achieved rate of the early, steady steps. A
+  program whose timed loop is too short for the case's windows (the reference
+  models: 200 steps, or 20 blocks, against windows of 50 + 150 + 200) has no
+  reference window: its rate is over the median of every iteration, the basis
+  of the report's ms/step for the models. ``step_mflop``: a p10 step's hand
+  count (``runner.cost``); a program's, torch's count of one iteration of its
+  timed loop (``runner.program.flops``), which the engine makes once per
+  variant and gives to the torch and the burn run alike (``measured``'s
+  ``step_mflop``).
 
 A run repeated K times (``--repeat K``, each repeat a fresh process) is
 recorded as its first repeat, with each repeat's own metrics; its timing
@@ -54,7 +62,9 @@ def _theil_sen(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[float,
     return float(slope), float(low), float(high)
 
 
-def compute(record: RawRun, case: Case) -> Metrics:
+def compute(record: RawRun, case: Case, program_mflop: float | None = None) -> Metrics:
+    """The metrics of one run; `program_mflop`: a program case's count of one iteration of its
+    timed loop (p10 counts its own, `runner.cost`)."""
     step_ms, checkpoints = record.step_ms, record.checkpoints
     windows, steps = case.windows, case.steps
     # A program without a timed loop (or a short one) has no windows: no ratio, no slope.
@@ -94,9 +104,14 @@ def compute(record: RawRun, case: Case) -> Metrics:
             rss_growth = fit[0] * 1000 if fit else None
 
     # The record's own parameters (what ran), the case's where it has none.
-    params = {**case.request_params(record.mode), **record.params} if isinstance(case, P10Case) else {}
-    mflop = step_mflop(case.kind, params, record.mode)
-    gflops = mflop / reference_median if mflop is not None and reference_median else None
+    if isinstance(case, P10Case):
+        params = {**case.request_params(record.mode), **record.params}
+        mflop = step_mflop(case.kind, params, record.mode)
+    else:
+        mflop = program_mflop
+    # The reference window's median; a timed loop too short for the windows: every iteration's.
+    basis = reference_median if fits else statistics.median(step_ms) if step_ms else None
+    gflops = mflop / basis if mflop is not None and basis else None
 
     tracked_values = [c.tracked for c in checkpoints]
     track = case.program.track if isinstance(case, ProgramCase) else None
@@ -131,13 +146,16 @@ def _repeat(record: RawRun, metrics: Metrics) -> Repeat:
     return Repeat(**of_metrics, **{name: getattr(record, name) for name in _OF_THE_RUN})
 
 
-def measured(record: RawRun, case: Case, repeats: list[RawRun] | None = None) -> RunRecord:
+def measured(
+    record: RawRun, case: Case, repeats: list[RawRun] | None = None, step_mflop: float | None = None
+) -> RunRecord:
     """The run with its metrics. `repeats`: every repeat of the run, `record`
-    (the one recorded) first; the timing metrics are their medians."""
-    metrics = compute(record, case)
+    (the one recorded) first; the timing metrics are their medians. `step_mflop`:
+    a program case's count of its variant (`compute`'s `program_mflop`)."""
+    metrics = compute(record, case, step_mflop)
     if not repeats or len(repeats) < 2:
         return RunRecord(**dict(record), metrics=metrics)
-    each = [_repeat(r, compute(r, case)) for r in repeats]
+    each = [_repeat(r, compute(r, case, step_mflop)) for r in repeats]
     medians: dict[str, float | None] = {}
     spread: dict[str, Spread] = {}
     for name in REPEATED:

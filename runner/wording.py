@@ -95,10 +95,15 @@ def slope_text(metrics: Metrics) -> str:
 
 def gflops_text(metrics: Metrics, peak: float | None = None) -> str:
     """Achieved GFLOP/s of one step, and its share of the core's peak: `89.3 (54%)`."""
-    if metrics.gflops is None:
+    return rate_text(metrics.gflops, peak)
+
+
+def rate_text(gflops: float | None, peak: float | None = None) -> str:
+    """A rate in GFLOP/s, and its share of the core's peak: `89.3 (54%)`; `-` without one."""
+    if gflops is None:
         return "-"
-    share = f" ({metrics.gflops / peak:.0%})" if peak else ""
-    return f"{metrics.gflops:.3g}{share}"
+    share = f" ({gflops / peak:.0%})" if peak else ""
+    return f"{gflops:.3g}{share}"
 
 
 def measurement_text(p: Provenance) -> str:

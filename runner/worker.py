@@ -9,6 +9,11 @@ a library that cannot be mapped under the memory limit) becomes "oom"; a panic
 inside burn comes back from the probe as outcome "panic". A crash or a hang
 leaves no RESULT: the parent classifies it (see `runner.execute`).
 
+With `task` = `count_flop` in SPEC (and `programs`, key -> a program's recipe, in place of
+`mode` and `params`), the worker counts instead of running: the torch adapter's `count_flop`
+(the floating-point operations of one iteration of each program's timed loop) goes to RESULT
+as `{"counts": {key: FLOPs or null}}`; nothing is timed, and PROGRESS_FD gets nothing.
+
 The parent has already capped this process's address space and tied its life
 to the parent's (`runner.limits.child_setup`).
 """
@@ -46,9 +51,18 @@ def _spell_observations(record: dict[str, Any]) -> None:
             observation[key] = spell_values(observation.get(key))
 
 
+def count_flop(spec: dict[str, Any], result_path: Path) -> int:
+    """The `count_flop` task: every program's count, written to RESULT."""
+    adapter = importlib.import_module(adapter_for("program", "torch").module)
+    write_json(result_path, {"counts": adapter.count_flop(spec["programs"])})
+    return 0
+
+
 def main(argv: list[str]) -> int:
     spec_path, result_path, progress_fd = argv
     spec = json.loads(Path(spec_path).read_text())
+    if spec.get("task") == "count_flop":
+        return count_flop(spec, Path(result_path))
     progress = os.fdopen(int(progress_fd), "w", buffering=1, encoding="utf-8")
 
     def on_checkpoint(checkpoint: dict[str, Any]) -> None:

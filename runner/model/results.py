@@ -236,9 +236,12 @@ class Metrics(Model):
     rss_growth_mib_per_1000: Measure | None = None
     tracked: bool | None = None
     tracked_consistent: bool = True
-    # The cost of one step in context: floating-point operations of one step (by
-    # the case kind's operation count, `runner.cost`), and the rate achieved over
-    # the reference window (GFLOP/s; None where the count is not known).
+    # The cost of one step in context: floating-point operations of one step (p10:
+    # the hand count of `runner.cost`; a program: torch's count of one iteration of
+    # its timed loop, `runner.program.flops`, the same for the torch and the burn
+    # run of a variant), and the rate achieved over the reference window (a timed
+    # loop too short for the windows: over its median iteration), in GFLOP/s; None
+    # where the count is not known.
     step_mflop: NonNegativeMeasure | None = None
     gflops: NonNegativeMeasure | None = None
     # How many repeats (fresh processes) the timing metrics are medians of, and

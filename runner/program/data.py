@@ -15,6 +15,7 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -130,6 +131,21 @@ class Recipe:
     def make(self) -> Program:
         """The program with its data (`materialize`)."""
         return materialize(self.parsed, self.seed, self.settings)
+
+    def dump(self) -> dict[str, Any]:
+        """As JSON data (a few kilobytes: no tensor data but a data file's values), for another process."""
+        return {
+            "parsed": self.parsed.model_dump(mode="json"),
+            "seed": self.seed,
+            "settings": self.settings.model_dump(mode="json"),
+        }
+
+    @classmethod
+    def load(cls, data: dict[str, Any]) -> Recipe:
+        """The recipe `dump` gave; `pydantic.ValidationError` (a `ValueError`) if it is not one."""
+        return cls(
+            ParsedProgram.model_validate(data["parsed"]), int(data["seed"]), Settings.model_validate(data["settings"])
+        )
 
 
 # ---- initial values from a data file next to the case ------------------------------------------

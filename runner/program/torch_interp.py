@@ -19,12 +19,17 @@
 
 `setup_ms` is the time to make the initial tensors and modules (from the IR
 already validated to the first statement).
+
+`first_iteration` runs a program only up to the end of its timed loop's first
+iteration, that iteration inside a context manager of the caller's (the FLOP
+count of `runner.program.flops`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
@@ -42,6 +47,10 @@ Result = dict[str, Any]
 
 class GradIsNone(RuntimeError):
     """`grad(T)` of a tensor whose `.grad` is None."""
+
+
+class _FirstIterationDone(Exception):
+    """The timed loop's first iteration ran (`first_iteration`): the run stops there."""
 
 
 class _Failed(Exception):
@@ -112,6 +121,8 @@ class _Run:
         self.excluded = 0.0
         self.rss_start: int | None = None
         self.timed: Stmt | None = timed_loop(program.body)
+        # `first_iteration`: the context the timed loop's first iteration runs in, then the run stops.
+        self.first_only: AbstractContextManager[Any] | None = None
 
     # ---- setup --------------------------------------------------------------------------------
 
@@ -175,6 +186,13 @@ class _Run:
         body = st.body
         assert body is not None
         count = st.integer("count")
+        if self.first_only is not None:
+            # One iteration, as the timed loop's first runs, inside the caller's context; nothing
+            # observed (no checkpoint), then the run stops.
+            self.iteration, self.record, self.last = 1, False, count == 1
+            with self.first_only:
+                self.block(body)
+            raise _FirstIterationDone
         settings = self.program.settings
         checkpoints = set(settings.checkpoints)
         rss_every = settings.rss_every
@@ -399,6 +417,29 @@ def run(
     p = _program(program)
     _one_thread()
     return _Run(p, progress, dtype).run()
+
+
+def first_iteration(
+    program: Program | dict[str, Any], within: AbstractContextManager[Any], dtype: torch.dtype = torch.float32
+) -> bool:
+    """Runs the program's setup and its statements up to the timed loop, then the loop's first
+    iteration inside `within`, and stops. True if that iteration ran to its end; False if the
+    program has no timed loop, uses an operation torch lacks, or fails before or in it."""
+    p = _program(program)
+    if timed_loop(p.body) is None or any(not OPS[st.op].supports("torch") for st in p.statements()):
+        return False
+    _one_thread()
+    run = _Run(p, None, dtype)
+    run.first_only = within
+    run.setup()
+    try:
+        with torch.enable_grad():
+            run.block(p.body)
+    except _FirstIterationDone:
+        return True
+    except _Failed:
+        return False
+    return False
 
 
 def run_batch(programs: Iterable[Program | dict[str, Any]], dtype: torch.dtype = torch.float32) -> list[Result]:

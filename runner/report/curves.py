@@ -8,7 +8,9 @@ step, the first step at which it is beyond the case's tolerance (None: never), t
 checkpoint of the timed loop at which a weight or a gradient observed inside it (`observe(w,
 every_checkpoint=True)`, or at the loop's last step) is beyond the tolerance, the largest
 absolute difference of every other observation made after the loop (the final weights), and
-each run's time per training step.
+each run's time per training step, with its FLOPs per training step and its achieved GFLOP/s
+(`metrics.gflops`: the run's `step_mflop`, torch's count of its variant, over its median
+iteration).
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ class Curve:
     # NaN: only one run has it), None: never.
     checkpoints: tuple[int, ...] = ()
     first_checkpoint_apart: tuple[int, str, float] | None = None
+    # The cost of a step: MFLOP per training step (`step_mflop` over the steps an iteration runs)
+    # and the achieved rate (`metrics.gflops`); None without a count.
+    mflop_per_step_a: float | None = None
+    mflop_per_step_b: float | None = None
+    gflops_a: float | None = None
+    gflops_b: float | None = None
 
 
 def _losses(run: RunRecord) -> list[float] | None:
@@ -83,6 +91,14 @@ def ms_per_step(run: RunRecord, steps: int) -> float | None:
         return None
     per_iteration = steps / len(run.step_ms)
     return statistics.median(run.step_ms) / per_iteration if per_iteration > 0 else None
+
+
+def mflop_per_step(run: RunRecord, steps: int) -> float | None:
+    """The run's `step_mflop` (one iteration of the timed loop) per training step."""
+    mflop = run.metrics.step_mflop
+    if mflop is None or not run.step_ms or steps < 1:
+        return None
+    return mflop * len(run.step_ms) / steps
 
 
 def _finals(a: RunRecord, b: RunRecord) -> list[tuple[str, float, float]]:
@@ -202,6 +218,10 @@ def curve(case: CaseInfo, pair_index: int, a: RunRecord, b: RunRecord) -> Curve 
         ms_per_step_b=ms_per_step(b, len(losses_b)),
         checkpoints=checkpoints,
         first_checkpoint_apart=first_checkpoint,
+        mflop_per_step_a=mflop_per_step(a, len(losses_a)),
+        mflop_per_step_b=mflop_per_step(b, len(losses_b)),
+        gflops_a=a.metrics.gflops,
+        gflops_b=b.metrics.gflops,
     )
 
 
@@ -217,6 +237,17 @@ def curves(machine: MachineResults, case: CaseInfo) -> list[Curve]:
         if found is not None:
             out.append(found)
     return out
+
+
+def mflop_text(c: Curve) -> str:
+    """MFLOP per training step: one number when both runs have the same count (a variant's
+    count is both of its runs'), else `a / b`; `-` without a count."""
+    a, b = c.mflop_per_step_a, c.mflop_per_step_b
+    if a is None and b is None:
+        return "-"
+    if a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9):
+        return f"{a:.3g}"
+    return " / ".join("-" if v is None else f"{v:.3g}" for v in (a, b))
 
 
 def first_apart_text(c: Curve) -> str:

@@ -6,9 +6,9 @@ they part. Every text from a case or results file is escaped (`esc`, `prose`).""
 from __future__ import annotations
 
 from ..model.results import CaseInfo
-from ..wording import value_text
+from ..wording import rate_text, value_text
 from . import svg
-from .curves import Curve, checkpoint_text, curves, finals_text, first_apart_text, origin_text
+from .curves import Curve, checkpoint_text, curves, finals_text, first_apart_text, mflop_text, origin_text
 from .differences import slug
 from .html_base import esc, num, pair_styles, prose, table
 from .model import Report
@@ -24,7 +24,12 @@ INTRO = (
     "tolerance, and which. "
     "Final weights: the largest absolute difference of each observation made after the loop, and "
     "(rel) that divided by the observation's largest magnitude. "
-    "ms/step: the median time of an iteration of the timed loop per training step."
+    "ms/step: the median time of an iteration of the timed loop per training step. "
+    "MFLOP/step: torch's count of a training step's matrix products and convolutions, forward and "
+    "backward (torch.utils.flop_counter; the elementwise work, norms, softmax and the optimizer's "
+    "update are not counted), one count per program, the same for torch's and burn's run of it. "
+    "GFLOP/s: those FLOPs over the run's median iteration (its reference window's where the case's "
+    "windows fit), with their share of one core's float32 peak."
 )
 
 
@@ -34,6 +39,10 @@ def _ms(value: float | None) -> str:
 
 def _steps(c: Curve) -> str:
     return "steps " + ", ".join(str(s) for s in c.checkpoints) if c.checkpoints else "none observed"
+
+
+def _peak(report: Report, label: str) -> float | None:
+    return next((m.provenance.peak_gflops for m in report.machines if m.label == label), None)
 
 
 def _claim(c: Curve) -> str:
@@ -75,11 +84,15 @@ def summary(report: Report, infos: dict[str, CaseInfo]) -> str:
         "tolerance (abs, rel)",
         "ms/step a",
         "ms/step b",
+        "MFLOP/step",
+        "GFLOP/s a (of peak)",
+        "GFLOP/s b (of peak)",
         "final weights: largest difference (rel)",
     ]
     parts = ['<section id="models"><h2>Models trained side by side</h2>', f'<p class="note">{esc(INTRO)}</p>']
     for label, found in per_machine:
         rows = []
+        peak = _peak(report, label)
         for c in found:
             rows.append(
                 [
@@ -97,6 +110,9 @@ def summary(report: Report, infos: dict[str, CaseInfo]) -> str:
                     esc(f"{value_text(c.tolerance.abs)}, {value_text(c.tolerance.rel)}"),
                     num(_ms(c.ms_per_step_a), c.ms_per_step_a),
                     num(_ms(c.ms_per_step_b), c.ms_per_step_b),
+                    num(mflop_text(c), c.mflop_per_step_a if c.mflop_per_step_a is not None else c.mflop_per_step_b),
+                    num(rate_text(c.gflops_a, peak), c.gflops_a),
+                    num(rate_text(c.gflops_b, peak), c.gflops_b),
                     esc(_largest_final(c)),
                 ]
             )
@@ -156,6 +172,9 @@ def case_block(report: Report, info: CaseInfo) -> str:
                 + f"; weights and gradients at the checkpoints ({esc(_steps(c))}): first apart "
                 f"<b>{esc(checkpoint_text(c))}</b>; final weights, largest absolute difference: "
                 f"{esc(finals_text(c))}; ms/step {esc(_ms(c.ms_per_step_a))} ({esc(c.a.framework)}), "
-                f"{esc(_ms(c.ms_per_step_b))} ({esc(c.b.framework)}).</p>" + _plots(c, m.label, index)
+                f"{esc(_ms(c.ms_per_step_b))} ({esc(c.b.framework)}); {esc(mflop_text(c))} MFLOP a step, "
+                f"GFLOP/s (of peak) {esc(rate_text(c.gflops_a, m.provenance.peak_gflops))} ({esc(c.a.framework)}), "
+                f"{esc(rate_text(c.gflops_b, m.provenance.peak_gflops))} ({esc(c.b.framework)}).</p>"
+                + _plots(c, m.label, index)
             )
     return "".join(parts)

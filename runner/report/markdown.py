@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 
 from ..harm import Harm
-from ..wording import gflops_text, measurement_text, observed_text, outcome_text, repeated, short, value_text
+from ..wording import gflops_text, measurement_text, observed_text, outcome_text, rate_text, repeated, short, value_text
 from . import fuzzing, operations
 from .changes import expectation_name
-from .curves import checkpoint_text, curves, finals_text, first_apart_text, origin_text
+from .curves import checkpoint_text, curves, finals_text, first_apart_text, mflop_text, origin_text
 from .differences import ROLE_DIFFERENCE, Difference, PairEvidence
 from .fuzzing import FuzzSection
 from .model import RSS_NOTE, Report, previous_text
@@ -145,6 +145,7 @@ def models(report: Report) -> list[str]:
                 continue
             for c in curves(m, infos[case]):
                 ms = [value_text(v, ".3g") for v in (c.ms_per_step_a, c.ms_per_step_b)]
+                rates = [rate_text(v, m.provenance.peak_gflops) for v in (c.gflops_a, c.gflops_b)]
                 rows.append(
                     [
                         *([m.label] if len(report.machines) > 1 else []),
@@ -159,6 +160,8 @@ def models(report: Report) -> list[str]:
                         origin_text(c, report.origins),
                         finals_text(c),
                         f"{ms[0]} / {ms[1]}",
+                        mflop_text(c),
+                        f"{rates[0]} / {rates[1]}",
                     ]
                 )
     if not rows:
@@ -176,6 +179,8 @@ def models(report: Report) -> list[str]:
         "where they start to part",
         "final weights: largest abs. difference (rel to their largest magnitude)",
         "ms/step a / b",
+        "MFLOP/step",
+        "GFLOP/s a / b (of peak)",
     ]
     return ["", "## Models trained side by side", "", *_table(header, rows)]
 

@@ -21,13 +21,14 @@ from .. import cases as case_files
 from .. import outputs, probe_build
 from ..argtypes import add_measurement_options, nonempty, path, positive_int, timeout_seconds
 from ..compare import RULE
-from ..engine import SpecKey, judged_document, run_all
+from ..engine import Counts, FlopCounter, SpecKey, count_flop, judged_document, run_all
 from ..errors import ExitCode, Interrupted
 from ..escape import markdown, terminal
 from ..frameworks import adapter_for
 from ..model.case import Case
 from ..model.results import ResultsDocument, RunRecord
 from ..model.upgrade import Build, Classified, UpgradeClass, UpgradeReport
+from ..noise import Controls
 from ..progress import ConsoleReporter
 from ..results import Measurement, dump, keep_partial, machine_state, now
 from ..signals import say, show
@@ -103,10 +104,15 @@ def run(args: argparse.Namespace) -> int:
     broken = any(not b.ok for b in builds.values())
     if broken:
         say("a side did not build: every burn run is a build-break; nothing is run")
-    measure = {"repeat": args.repeat, "jobs": args.jobs, "controls": args.noise_controls}
+    # The program variants' FLOPs, counted once for both sides (run_all would count per call).
+    counts: Counts = {}
+    counted: FlopCounter = lambda _cases, _env, _controls: counts  # noqa: E731
+    measure = {"repeat": args.repeat, "jobs": args.jobs, "controls": args.noise_controls, "count": counted}
     torch_records: dict[SpecKey, RunRecord] = {}
     side_records: dict[str, dict[SpecKey, RunRecord] | None] = {side: None if broken else {} for side in builds}
     try:
+        if not broken:
+            counts.update(count_flop(cases, {}, Controls(malloc=args.noise_controls.malloc, pin=False)))
         if torch_cases and not broken:
             run_all(torch_cases, reporter, into=torch_records, **measure)
         if not broken:
