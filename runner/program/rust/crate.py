@@ -165,9 +165,10 @@ def write_workspace(
     package names (their binaries' names), in order. A file whose text has not changed is left
     as it is (cargo rebuilds nothing for it); members of an earlier layout are removed.
 
-    The workspace also has a member `unify-features` that depends on serde and serde_json with
-    their default features, as the probe does: cargo then resolves burn's dependencies with the
-    same features as the probe's build, and the burn it compiled is used."""
+    The workspace also has a member `unify-features` that depends on serde, serde_json and
+    once_cell with their default features, as the probe does (once_cell's through pyo3): cargo
+    then resolves burn's dependencies with the same features as the probe's build, and the burn
+    it compiled is used."""
     folder = Path(folder)
     files: dict[str, str] = {}
     names: list[str] = []
@@ -188,7 +189,7 @@ def write_workspace(
         files.update({f"crates/{name}/{rel}": text for rel, text in crate.items()})
     files[f"crates/{UNIFY_FEATURES}/Cargo.toml"] = (
         f'[package]\nname = "{UNIFY_FEATURES}"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n'
-        '[dependencies]\nserde = "1"\nserde_json = "1"\n'
+        '[dependencies]\nserde = "1"\nserde_json = "1"\nonce_cell = "1"\n'
     )
     files[f"crates/{UNIFY_FEATURES}/src/lib.rs"] = (
         "//! Only its dependencies matter (see the workspace's Cargo.toml).\n"
