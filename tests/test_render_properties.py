@@ -217,11 +217,23 @@ def test_a_mutated_results_file_is_refused_or_renders(text):
     check_mutation(text, FAST_BASE)
 
 
+FULL_BASE = parse_results(SAMPLE_2.read_text(), "base")[0]
+
+
+# A full-size document renders in ~50 ms: 100 mutations in the default suite, 600 with `-m long`.
 @pytest.mark.slow
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(mutated(bases(None)))
-def test_a_mutated_full_results_file_is_refused_or_renders(text):
-    check_mutation(text, parse_results(SAMPLE_2.read_text(), "base")[0])
+@pytest.mark.parametrize("examples", [100, pytest.param(600, marks=pytest.mark.long)])
+def test_a_mutated_full_results_file_is_refused_or_renders(examples):
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(mutated(bases(None)))
+    def mutation_renders(text):
+        check_mutation(text, FULL_BASE)
+
+    mutation_renders()
 
 
 def test_the_bases_validate_and_render():
