@@ -5,7 +5,10 @@ observations compare tensor by tensor:
 - `values` / `grads`: every observation (by label and loop iteration) that both
   runs recorded is compared element by element within the case's tolerance,
   |a - b| <= abs + rel * max(|a|, |b|); NaN equals NaN and an infinity equals
-  the same infinity. Shapes must agree, except that a scalar is `[]` in torch
+  the same infinity. An observation made inside the timed loop (a weight at the
+  checkpoints) is compared within `weights_tolerance` (its values) and
+  `grads_tolerance` (its gradient) where the case has them (`Tolerances.of`),
+  whose abs may be scaled to the tensor (`abs_scale = "tensor"`). Shapes must agree, except that a scalar is `[]` in torch
   and `[1]` in burn (the same thing). A label that only one run recorded
   (it stopped earlier) makes the comparison unknown.
 - `flags`: `tracked` of every observation (`requires_grad` is not compared: for a
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from .metrics import properties
-from .model.case import OBSERVATION_PROPERTIES, Case, ProgramCase, Tolerance
+from .model.case import OBSERVATION_PROPERTIES, Case, ProgramCase, Tolerance, Tolerances
 from .model.results import Observation, RawRun, RunRecord
 
 
@@ -34,14 +37,6 @@ from .model.results import Observation, RawRun, RunRecord
 class Agreement:
     same: bool | None  # None: cannot be judged (missing on one side)
     observed: dict[str, JsonValue]
-
-
-def _close(x: float, y: float, tol: Tolerance) -> bool:
-    if math.isnan(x) or math.isnan(y):
-        return math.isnan(x) and math.isnan(y)
-    if math.isinf(x) or math.isinf(y):
-        return x == y
-    return abs(x - y) <= tol.abs + tol.rel * max(abs(x), abs(y))
 
 
 def _shape(shape: Sequence[int]) -> list[int]:
@@ -53,8 +48,9 @@ def compare_arrays(a: Sequence[float], b: Sequence[float], tol: Tolerance) -> di
     max_abs = max_rel = 0.0
     first: int | None = None
     off = 0
+    absolute = tol.absolute(a, b)
     for i, (x, y) in enumerate(zip(a, b)):
-        close = _close(x, y, tol)
+        close = tol.close(x, y, absolute)
         if not close:
             off += 1
             if first is None:
@@ -90,8 +86,11 @@ def _preview(values: Sequence[float] | None, index: int | None) -> JsonValue:
     return [v if math.isfinite(v) else str(v) for v in values[at : at + 4]]
 
 
-def compare_observations(a: RawRun, b: RawRun, what: str, label: str | None, tol: Tolerance) -> Agreement:
-    """`what`: values, grads or flags; `label`: one label, or None for all."""
+def compare_observations(a: RawRun, b: RawRun, what: str, label: str | None, tol: Tolerance | Tolerances) -> Agreement:
+    """`what`: values, grads or flags; `label`: one label, or None for all; `tol`: one tolerance
+    for every observation, or a case's (`Tolerances.of`: those made inside the timed loop may
+    have their own)."""
+    tolerances = tol if isinstance(tol, Tolerances) else Tolerances(tol)
     obs_a = {_key(o): o for o in a.observations if label is None or o.label == label}
     obs_b = {_key(o): o for o in b.observations if label is None or o.label == label}
     if not obs_a and not obs_b:
@@ -135,7 +134,7 @@ def compare_observations(a: RawRun, b: RawRun, what: str, label: str | None, tol
             same = False
             worst = worst or detail
             continue
-        errors = compare_arrays(va, vb, tol)
+        errors = compare_arrays(va, vb, tolerances.of("grads" if what == "grads" else "values", key[1]))
         agree = errors["off"] == 0
         per_label[name] = {**errors, "same": agree}
         if not agree:
@@ -199,7 +198,7 @@ def agreement(prop: str, a: RunRecord, b: RunRecord, case: Case) -> Agreement:
     """Whether runs `a` and `b` agree on `prop` (a pair's property)."""
     base, _, label = prop.partition(":")
     if base in OBSERVATION_PROPERTIES:
-        tol = case.program.tolerance if isinstance(case, ProgramCase) else Tolerance()
+        tol = case.program.tolerances if isinstance(case, ProgramCase) else Tolerances()
         return compare_observations(a, b, base, label or None, tol)
     va, vb = properties(a, case)[prop], properties(b, case)[prop]
     same = None if va is None or vb is None else va == vb

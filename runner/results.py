@@ -147,6 +147,8 @@ def case_info(case: Case) -> CaseInfo:
         pairs=pairs,
         programs=programs,
         tolerance=case.program.tolerance if isinstance(case, ProgramCase) else None,
+        weights_tolerance=case.program.weights_tolerance if isinstance(case, ProgramCase) else None,
+        grads_tolerance=case.program.grads_tolerance if isinstance(case, ProgramCase) else None,
     )
 
 

@@ -1,5 +1,6 @@
 """Loading and validating case files: every mistake names the file and the key."""
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import pytest
 
 from runner import cases
 from runner.errors import BadInput
-from runner.model.case import Bounds, ProgramCase, Windows
+from runner.model.case import Bounds, ProgramCase, Tolerance, Windows
 
 MINIMAL = """
 kind = "p10"
@@ -101,6 +102,76 @@ def test_minimal_case_gets_the_seed_defaults(tmp_path):
 )
 def test_bad_case_files_name_file_and_key(tmp_path, edit, fragments):
     path = write(tmp_path, edit(MINIMAL))
+    with pytest.raises(BadInput) as info:
+        cases.load_case(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+PROGRAM = """
+kind = "program"
+[program]
+source = '''
+w = param(2, 2)
+for step in range(3):
+    loss = mean(w * w)
+    backward(loss)
+    observe(w, "w at checkpoints", every_checkpoint=True)
+observe(w)
+'''
+tolerance = { abs = 1e-7, rel = 1e-3 }
+weights_tolerance = { abs = 1e-4, rel = 0.0, abs_scale = "tensor" }
+[[runs]]
+framework = "torch"
+mode = "main"
+"""
+
+
+def test_a_program_cases_weights_tolerance_applies_inside_the_timed_loop(tmp_path):
+    """`weights_tolerance` for the values observed inside the timed loop, `grads_tolerance` (here
+    absent: the weights tolerance) for their gradients, `tolerance` after the loop; a case
+    without them has the loss tolerance everywhere, as before."""
+    program = cases.load_case(write(tmp_path, PROGRAM)).program
+    loss, weights = Tolerance(abs=1e-7, rel=1e-3), Tolerance(abs=1e-4, rel=0.0, abs_scale="tensor")
+    assert program.tolerances.of("values", 2) == weights and program.tolerances.of("grads", 2) == weights
+    assert program.tolerances.of("values", None) == loss and program.tolerances.of("grads", None) == loss
+    grads = PROGRAM.replace("[[runs]]", "grads_tolerance = { abs = 0.5, rel = 0.0 }\n[[runs]]")
+    program = cases.load_case(write(tmp_path, grads)).program
+    assert (
+        program.tolerances.of("grads", 2) == Tolerance(abs=0.5, rel=0.0)
+        and program.tolerances.of("values", 2) == weights
+    )
+    plain = cases.load_case(write(tmp_path, PROGRAM.replace("weights_tolerance", "# weights_tolerance"))).program
+    assert plain.tolerances.of("values", 2) == loss and plain.tolerances.of("grads", 2) == loss
+    # the scaled abs is a fraction of the largest finite magnitude of the two arrays compared
+    assert math.isclose(weights.absolute([0.5, -2.0], [0.1, math.nan]), 2e-4)
+    assert weights.close(1.0, 1.0 + 1.5e-4, weights.absolute([1.0, -2.0], [1.0, 2.0]))
+    assert not weights.close(1.0, 1.0 + 2.5e-4, weights.absolute([1.0, -2.0], [1.0, 2.0]))
+
+
+@pytest.mark.parametrize(
+    "edit, fragments",
+    [
+        (
+            lambda s: s.replace("abs = 1e-4", "abs = -1e-4"),
+            ["program.weights_tolerance.abs", "greater than or equal to 0"],
+        ),
+        (
+            lambda s: s.replace('abs_scale = "tensor"', 'abs_scale = "tensors"'),
+            ["program.weights_tolerance.abs_scale", "'absolute' or 'tensor'", "'tensors'"],
+        ),
+        (lambda s: s.replace("rel = 0.0, abs_scale", "rel = nan, abs_scale"), ["program.weights_tolerance.rel"]),
+        (
+            lambda s: s.replace("rel = 0.0, abs_scale", "relative = 0.0, abs_scale"),
+            ["program.weights_tolerance.relative", "unknown key"],
+        ),
+        (lambda s: s.replace("[[runs]]", 'grads_tolerance = "loose"\n[[runs]]'), ["program.grads_tolerance"]),
+    ],
+)
+def test_a_bad_weights_tolerance_names_the_key(tmp_path, edit, fragments):
+    path = write(tmp_path, edit(PROGRAM))
     with pytest.raises(BadInput) as info:
         cases.load_case(path)
     message = str(info.value)

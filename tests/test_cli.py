@@ -64,6 +64,16 @@ def test_bad_case_file_exits_2_naming_file_line_and_key(tmp_path):
     assert out.returncode == 2 and "speed: unknown key" in out.stderr
 
 
+def test_a_bad_weights_tolerance_exits_2_naming_the_key(tmp_path):
+    model = (ROOT / "cases" / "model_dqn.toml").read_text()
+    assert "\nweights_tolerance = { abs = " in model
+    bad = tmp_path / "model_dqn.toml"
+    bad.write_text(model.replace("\nweights_tolerance = { abs = ", "\nweights_tolerance = { abs = -", 1))
+    out = run_cli("check", str(bad))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert str(bad) in out.stderr and "program.weights_tolerance.abs" in out.stderr, out.stderr
+
+
 def test_missing_framework_exits_3(monkeypatch, capsys):
     adapter = frameworks.ADAPTERS[("p10", "torch")]
     monkeypatch.setitem(

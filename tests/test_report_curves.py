@@ -5,6 +5,7 @@ largest difference, ms per training step, and case text escaped on the page."""
 from __future__ import annotations
 
 import copy
+import html
 import json
 import math
 from pathlib import Path
@@ -58,11 +59,22 @@ def model_results(reason: str = "the fix agrees") -> dict:
     return doc
 
 
-def _info(tolerance: Tolerance | None = Tolerance(abs=1e-7, rel=1e-4)) -> CaseInfo:
+def _info(
+    tolerance: Tolerance | None = Tolerance(abs=1e-7, rel=1e-4),
+    weights: Tolerance | None = None,
+    grads: Tolerance | None = None,
+) -> CaseInfo:
     pair = PairInfo(
         a=RunRef(framework="torch", mode="port"), b=RunRef(framework="burn", mode="fixed"), same=["values:losses"]
     )
-    return CaseInfo(name="model_toy", kind="program", pairs=[pair], tolerance=tolerance)
+    return CaseInfo(
+        name="model_toy",
+        kind="program",
+        pairs=[pair],
+        tolerance=tolerance,
+        weights_tolerance=weights,
+        grads_tolerance=grads,
+    )
 
 
 def _records(doc: dict) -> tuple[RunRecord, RunRecord]:
@@ -126,19 +138,86 @@ def test_the_first_checkpoint_at_which_a_weight_or_its_gradient_parts() -> None:
     assert c.checkpoints == (2, 4, 6)  # iterations 1 to 3 of two training steps each
     assert c.first_checkpoint_apart is not None and c.first_checkpoint_apart[:2] == (4, "w at checkpoints grad")
     assert math.isclose(c.first_checkpoint_apart[2], 0.006)
-    assert curves.checkpoint_text(c) == "step 4 (w at checkpoints grad, up to 0.006 apart)"
+    loss = "the loss tolerance (abs 1e-07, rel 0.0001)"  # the case has no weights tolerance
+    assert curves.checkpoint_text(c) == f"step 4 (w at checkpoints grad, up to 0.006 apart; {loss})"
     loose = curves.curve(_info(Tolerance(abs=0.0, rel=0.05)), 0, a, b)
     assert loose is not None and loose.first_checkpoint_apart is None
-    assert curves.checkpoint_text(loose) == "never (3 checkpoints)"
+    assert curves.checkpoint_text(loose) == "never (3 checkpoints; the loss tolerance (abs 0, rel 0.05))"
     # a gradient only one run holds parts too
     doc = with_checkpoints(model_results())
     for obs in doc["runs"][-1]["observations"]:
         if obs["iteration"] == 1:
             obs["grad"] = None
     one = curves.curve(_info(), 0, *_records(doc))
-    assert one is not None and curves.checkpoint_text(one) == "step 2 (w at checkpoints grad, in one run only)"
+    assert one is not None and curves.checkpoint_text(one) == f"step 2 (w at checkpoints grad, in one run only; {loss})"
     plain = curves.curve(_info(), 0, *_records(model_results()))
     assert plain is not None and plain.checkpoints == () and curves.checkpoint_text(plain) == "-"
+
+
+def _apart(info: CaseInfo, doc: dict) -> tuple[int, str, float] | None:
+    c = curves.curve(info, 0, *_records(doc))
+    assert c is not None
+    return c.first_checkpoint_apart
+
+
+def test_the_checkpoints_use_the_weights_tolerance_scaled_to_each_tensor() -> None:
+    """The weights and gradients at the checkpoints are compared within the case's weights
+    tolerance, not the loss tolerance, whose losses still part at step 4; an abs scaled to the
+    tensor is a fraction of that observation's own largest magnitude (the gradient's 0.606, not
+    the weight's 2.0), element by element."""
+    doc = with_checkpoints(model_results())  # the gradient parts by 0.006 from step 4
+    loss = Tolerance(abs=1e-7, rel=1e-4)
+    weights = Tolerance(abs=0.02, rel=0.0, abs_scale="tensor")  # 0.02 x 0.606 = 0.012 > 0.006
+    c = curves.curve(_info(loss, weights), 0, *_records(doc))
+    assert c is not None and c.first_apart == 4 and c.first_checkpoint_apart is None
+    within = "the weights tolerance (abs 0.02 x the tensor's max, rel 0)"
+    assert curves.checkpoint_text(c) == f"never (3 checkpoints; {within})"
+    # 0.9 % of the gradient's largest magnitude is 0.0055 < 0.006: apart; 0.9 % of the weight's
+    # (0.018) would not be, nor is an abs of 0.009 in the values' own units.
+    tight = Tolerance(abs=0.009, rel=0.0, abs_scale="tensor")
+    found = _apart(_info(loss, tight), doc)
+    assert found is not None and found[:2] == (4, "w at checkpoints grad") and math.isclose(found[2], 0.006)
+    assert _apart(_info(loss, Tolerance(abs=0.009, rel=0.0)), doc) is None
+    # the gradients' own tolerance applies to them, the weights tolerance to the values
+    strict = Tolerance(abs=1e-3, rel=0.0, abs_scale="tensor")
+    c = curves.curve(_info(loss, weights, strict), 0, *_records(doc))
+    assert (
+        c is not None
+        and c.first_checkpoint_apart is not None
+        and c.first_checkpoint_apart[:2] == (4, "w at checkpoints grad")
+    )
+    both = "the weights tolerance (abs 0.02 x the tensor's max, rel 0; gradients abs 0.001 x the tensor's max, rel 0)"
+    assert curves.checkpoint_text(c) == f"step 4 (w at checkpoints grad, up to 0.006 apart; {both})"
+    assert _apart(_info(loss, strict, weights), doc) is None  # values within 0.001 (they are equal)
+    # a weight 3 % apart at step 6 is beyond the weights tolerance of 2 %, and says so first
+    for obs in doc["runs"][-1]["observations"]:
+        if obs["label"] == "w at checkpoints" and obs["iteration"] == 3:
+            obs["values"] = [v * 1.03 for v in obs["values"]]
+    found = _apart(_info(loss, weights), doc)
+    assert found is not None and found[:2] == (6, "w at checkpoints values") and math.isclose(found[2], 0.06)
+
+
+TOY_WEIGHTS = 'weights_tolerance = { abs = 0.02, rel = 0.0, abs_scale = "tensor" }\n'
+
+
+def test_the_oracles_and_the_report_take_the_weights_tolerance_from_the_case(tmp_path: Path) -> None:
+    """One tolerance from the case file to both: a pair's `grads:` claim on a label observed at
+    the checkpoints (`runner.oracles.agreement`) and the report's checkpoints (`case_info`)."""
+    from runner import oracles
+    from runner.cases import load_case
+    from runner.results import case_info
+
+    a, b = _records(with_checkpoints(model_results()))
+    for text, same in ((TOY_CASE, False), (TOY_CASE.replace("[program]\n", "[program]\n" + TOY_WEIGHTS), True)):
+        (tmp_path / "model_toy.toml").write_text(text)
+        case = load_case(tmp_path / "model_toy.toml")
+        judged = oracles.agreement("grads:w at checkpoints", a, b, case)
+        assert judged.same is same, judged.observed
+        assert oracles.agreement("values:w at checkpoints", a, b, case).same is True
+        c = curves.curve(case_info(case), 0, a, b)
+        assert c is not None and (c.first_checkpoint_apart is None) is same
+    # observations after the loop keep the loss tolerance: the final weight is 0.25 apart
+    assert oracles.agreement("values:w", a, b, case).same is False
 
 
 def test_the_report_shows_the_first_checkpoint_apart_next_to_the_first_step_apart(tmp_path: Path) -> None:
@@ -148,13 +227,19 @@ def test_the_report_shows_the_first_checkpoint_apart_next_to_the_first_step_apar
     report("--from-results", path, "--out", out, "--history", tmp_path / "history")
     page = (out / "report.html").read_text()
     assert "weights, grads: first checkpoint apart" in page
-    assert "step 4 (w &lt;script&gt;alert(1)&lt;/script&gt; grad, up to 0.006 apart)" in page
+    assert "step 4 (w &lt;script&gt;alert(1)&lt;/script&gt; grad, up to 0.006 apart; the loss tolerance" in page
     assert "at the checkpoints (steps 2, 4, 6): first apart" in page
     assert HOSTILE not in page
     md = (out / "report.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| model_toy"))
-    assert "| step 4 | step 4 (w &lt;script>alert(1)&lt;/script> grad, up to 0.006 apart) |" in row
+    assert "| step 4 | step 4 (w &lt;script>alert(1)&lt;/script> grad, up to 0.006 apart; the loss tolerance" in row
     assert "<script" not in md
+    # with the case's weights tolerance (in the results file), both say it and never part
+    doc["cases"][-1]["weights_tolerance"] = {"abs": 0.02, "rel": 0.0, "abs_scale": "tensor"}
+    report("--from-results", save(tmp_path / "model.json", doc), "--out", out, "--history", tmp_path / "history")
+    within = "never (3 checkpoints; the weights tolerance (abs 0.02 x the tensor's max, rel 0))"
+    assert html.escape(within) in (out / "report.html").read_text()
+    assert within in (out / "report.md").read_text()
 
 
 def test_a_run_without_losses_has_no_curve() -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
@@ -311,10 +313,62 @@ class About(Model):
 
 class Tolerance(Model):
     """When two float32 values count as the same: |a - b| <= abs + rel * max(|a|, |b|)
-    (NaN equals NaN, an infinity equals the same infinity). See `cases/README.md`."""
+    (NaN equals NaN, an infinity equals the same infinity). With `abs_scale = "tensor"` the
+    absolute term is `abs` times the largest finite magnitude of the two arrays compared (the
+    observed tensor in either run), so that an element near zero (a gradient) is judged against
+    its tensor's scale rather than its own. See `cases/README.md`."""
 
     abs: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-5
     rel: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1e-4
+    abs_scale: Literal["absolute", "tensor"] = "absolute"
+
+    def absolute(self, a: Sequence[float], b: Sequence[float]) -> float:
+        """The absolute term when arrays `a` and `b` are compared element by element."""
+        if self.abs_scale == "absolute":
+            return self.abs
+        largest = max((abs(v) for v in (*a, *b) if math.isfinite(v)), default=0.0)
+        return self.abs * largest
+
+    def close(self, x: float, y: float, absolute: float) -> bool:
+        """One element: |x - y| <= absolute + rel * max(|x|, |y|) (`absolute` from `absolute()`);
+        NaN equals NaN, an infinity the same infinity. The one rule the oracles and the report use."""
+        if math.isnan(x) or math.isnan(y):
+            return math.isnan(x) and math.isnan(y)
+        if math.isinf(x) or math.isinf(y):
+            return x == y
+        return abs(x - y) <= absolute + self.rel * max(abs(x), abs(y))
+
+    def describe(self) -> str:
+        """`abs 1e-07, rel 0.001`, or `abs 6e-05 x the tensor's max, rel 0` (its largest magnitude)."""
+        scaled = " x the tensor's max" if self.abs_scale == "tensor" else ""
+        return f"abs {self.abs:g}{scaled}, rel {self.rel:g}"
+
+
+ObservedWhat = Literal["values", "grads"]
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Which tolerance an observation of a program case is compared with, in one place (the
+    oracles' `values:`/`grads:` claims and the report's checkpoints): `[program] tolerance` for
+    every observation made after the timed loop (the losses, the final weights), and for those
+    made inside it (a weight and its gradient at the checkpoints) `weights_tolerance` for their
+    values and `grads_tolerance` for their gradients, each falling back on the one before."""
+
+    loss: Tolerance = field(default_factory=Tolerance)
+    weights: Tolerance | None = None
+    grads: Tolerance | None = None
+
+    def of(self, what: ObservedWhat, iteration: int | None) -> Tolerance:
+        """The tolerance of an observation's `values` or `grads` made at `iteration` of the timed
+        loop (None: after it)."""
+        return self.loss if iteration is None else self.inside(what)
+
+    def inside(self, what: ObservedWhat) -> Tolerance:
+        """The tolerance of the `values` or `grads` of an observation made inside the timed loop."""
+        if what == "grads":
+            return self.grads or self.weights or self.loss
+        return self.weights or self.loss
 
 
 class ProgramSpec(Model):
@@ -328,6 +382,10 @@ class ProgramSpec(Model):
     variants: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,39}$")], str] = {}
     seed: NonNegativeInt = 0
     tolerance: Tolerance = Tolerance()
+    # The values and the gradients of observations made inside the timed loop (a weight at the
+    # checkpoints); None: the one before applies (grads: weights_tolerance, weights: tolerance).
+    weights_tolerance: Tolerance | None = None
+    grads_tolerance: Tolerance | None = None
     # The timed loop (the first top-level `for`): checkpoint iterations (default:
     # the seed's rule for its count), RSS every N iterations, the tensor whose
     # flags each checkpoint records.
@@ -348,6 +406,10 @@ class ProgramSpec(Model):
         if self.source is not None and self.prelude:
             raise ValueError("program: `prelude` goes with `variants`")
         return self
+
+    @property
+    def tolerances(self) -> Tolerances:
+        return Tolerances(self.tolerance, self.weights_tolerance, self.grads_tolerance)
 
     def sources(self) -> dict[str, str]:
         """Variant name -> full source text."""

@@ -23,7 +23,7 @@ from .base import (
     PositiveInt,
     ShallowJson,
 )
-from .case import About, Outcome, RunRef, Tolerance
+from .case import About, Outcome, RunRef, Tolerance, Tolerances
 
 M = TypeVar("M", bound=Model)
 
@@ -496,6 +496,15 @@ class CaseInfo(Model):
     # A program case's tolerance (`[program] tolerance`): when two observed values count as the
     # same; the report's loss curves say where they part beyond it. None: not a program case.
     tolerance: Tolerance | None = None
+    # Its tolerances of the values and gradients observed inside the timed loop (`[program]
+    # weights_tolerance`, `grads_tolerance`): the report's checkpoints. None: the one before applies.
+    weights_tolerance: Tolerance | None = None
+    grads_tolerance: Tolerance | None = None
+
+    @property
+    def tolerances(self) -> Tolerances:
+        """The case's tolerances, as its oracles apply them (`runner.model.case.Tolerances`)."""
+        return Tolerances(self.tolerance or Tolerance(), self.weights_tolerance, self.grads_tolerance)
 
 
 class ResultsDocument(Model):

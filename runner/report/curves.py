@@ -6,7 +6,9 @@ then `losses = cat(losses, reshape(detach(loss), [1]))` each step) gets, for eac
 case whose two runs both observed it: both loss curves, their relative difference at every
 step, the first step at which it is beyond the case's tolerance (None: never), the first
 checkpoint of the timed loop at which a weight or a gradient observed inside it (`observe(w,
-every_checkpoint=True)`, or at the loop's last step) is beyond the tolerance, the largest
+every_checkpoint=True)`, or at the loop's last step) is beyond the case's weights tolerance
+(`[program] weights_tolerance` for values, `grads_tolerance` for gradients, as the oracles
+apply them: `Tolerances.of`; the loss tolerance where the case has neither), the largest
 absolute difference of every other observation made after the loop (the final weights), and
 each run's time per training step, with its FLOPs per training step and its achieved GFLOP/s
 (`metrics.gflops`: the run's `step_mflop`, torch's count of its variant, over its median
@@ -17,9 +19,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..model.case import RunRef, Tolerance
+from ..model.case import ObservedWhat, RunRef, Tolerance, Tolerances
 from ..model.results import CaseInfo, Observation, RunRecord
 from .machines import MachineResults
 
@@ -53,6 +55,8 @@ class Curve:
     # NaN: only one run has it), None: never.
     checkpoints: tuple[int, ...] = ()
     first_checkpoint_apart: tuple[int, str, float] | None = None
+    # The tolerances the checkpoints were compared with (the case's; `Tolerances.of`).
+    tolerances: Tolerances = field(default_factory=Tolerances)
     # The cost of a step: MFLOP per training step (`step_mflop` over the steps an iteration runs)
     # and the achieved rate (`metrics.gflops`); None without a count.
     mflop_per_step_a: float | None = None
@@ -75,13 +79,10 @@ def relative(a: float, b: float) -> float:
     return abs(a - b) / scale if scale > 0 else 0.0
 
 
-def apart(a: float, b: float, tolerance: Tolerance) -> bool:
-    """The oracle's rule (`runner.oracles`): beyond `abs + rel * max(|a|, |b|)`; NaN equals NaN."""
-    if math.isnan(a) or math.isnan(b):
-        return not (math.isnan(a) and math.isnan(b))
-    if math.isinf(a) or math.isinf(b):
-        return a != b
-    return abs(a - b) > tolerance.abs + tolerance.rel * max(abs(a), abs(b))
+def apart(a: float, b: float, tolerance: Tolerance, absolute: float | None = None) -> bool:
+    """The oracle's rule (`Tolerance.close`): beyond `absolute + rel * max(|a|, |b|)` (`absolute`:
+    the tolerance's abs, or its `absolute()` of the arrays `a` and `b` belong to); NaN equals NaN."""
+    return not tolerance.close(a, b, tolerance.abs if absolute is None else absolute)
 
 
 def ms_per_step(run: RunRecord, steps: int) -> float | None:
@@ -126,18 +127,20 @@ def _parted(a: list[float] | None, b: list[float] | None, tolerance: Tolerance) 
         return None if (a is None) == (b is None) else math.nan
     if len(a) != len(b):
         return math.nan
-    if not any(apart(float(x), float(y), tolerance) for x, y in zip(a, b, strict=True)):
+    absolute = tolerance.absolute(a, b)
+    if not any(apart(float(x), float(y), tolerance, absolute) for x, y in zip(a, b, strict=True)):
         return None
     finite = [abs(float(x) - float(y)) for x, y in zip(a, b, strict=True) if math.isfinite(float(x) - float(y))]
     return max(finite, default=math.nan)
 
 
 def _checkpoints(
-    a: RunRecord, b: RunRecord, tolerance: Tolerance, steps_per_iteration: int
+    a: RunRecord, b: RunRecord, tolerances: Tolerances, steps_per_iteration: int
 ) -> tuple[tuple[int, ...], tuple[int, str, float] | None]:
     """The checkpoints at which both runs observed values inside the timed loop, as training steps,
     and the first one at which an observation's values or gradient part (matched by label and
-    iteration, the newest of each, as the oracles match them)."""
+    iteration, the newest of each, as the oracles match them; within the tolerance the oracles
+    give it, `Tolerances.of`)."""
     inside_a = {(o.label, o.iteration): o for o in a.observations if o.iteration is not None and o.values is not None}
     inside_b = {(o.label, o.iteration): o for o in b.observations if o.iteration is not None and o.values is not None}
     both = [key for key in inside_a if key in inside_b]
@@ -148,10 +151,14 @@ def _checkpoints(
             if it != iteration:
                 continue
             oa, ob = inside_a[(label, it)], inside_b[(label, it)]
-            for what, va, vb in (("values", oa.values, ob.values), ("grad", oa.grad, ob.grad)):
-                largest = _parted(va, vb, tolerance)
+            sides: tuple[tuple[ObservedWhat, str, list[float] | None, list[float] | None], ...] = (
+                ("values", "values", oa.values, ob.values),
+                ("grads", "grad", oa.grad, ob.grad),
+            )
+            for what, name, va, vb in sides:
+                largest = _parted(va, vb, tolerances.of(what, iteration))
                 if largest is not None:
-                    first = (iteration * steps_per_iteration, f"{label} {what}", largest)
+                    first = (iteration * steps_per_iteration, f"{label} {name}", largest)
                     break
             if first is not None:
                 break
@@ -167,17 +174,30 @@ def _steps_per_iteration(run: RunRecord, steps: int) -> int:
     return 1
 
 
+def checkpoint_tolerance_text(tolerances: Tolerances) -> str:
+    """Which tolerance the checkpoints are compared with: `the weights tolerance (abs 6e-05 x
+    the tensor's max, rel 0)`, with the gradients' where it differs, or `the loss tolerance (...)`
+    for a case without one."""
+    values, grads = tolerances.inside("values"), tolerances.inside("grads")
+    if tolerances.weights is None and tolerances.grads is None:
+        return f"the loss tolerance ({values.describe()})"
+    if values == grads:
+        return f"the weights tolerance ({values.describe()})"
+    return f"the weights tolerance ({values.describe()}; gradients {grads.describe()})"
+
+
 def checkpoint_text(c: Curve) -> str:
-    """`step 50 (fc2.weight grad, up to 3.1e-07 apart)`, `never (5 checkpoints)`, or `-` without
-    such observations."""
+    """`step 50 (fc2.weight grad, up to 3.1e-07 apart; the weights tolerance (...))`, `never (5
+    checkpoints; the weights tolerance (...))`, or `-` without such observations."""
     if not c.checkpoints:
         return "-"
+    within = checkpoint_tolerance_text(c.tolerances)
     if c.first_checkpoint_apart is None:
         count = len(c.checkpoints)
-        return f"never ({count} checkpoint{'s' if count != 1 else ''})"
+        return f"never ({count} checkpoint{'s' if count != 1 else ''}; {within})"
     step, what, largest = c.first_checkpoint_apart
     how = "in one run only" if math.isnan(largest) else f"up to {largest:.2g} apart"
-    return f"step {step} ({what}, {how})"
+    return f"step {step} ({what}, {how}; {within})"
 
 
 def finals_text(c: Curve) -> str:
@@ -193,13 +213,15 @@ def curve(case: CaseInfo, pair_index: int, a: RunRecord, b: RunRecord) -> Curve 
     pair = case.pairs[pair_index]
     prop = f"values:{LOSSES}"
     claim = "same" if prop in pair.same else "differ" if prop in pair.differ else ""
-    tolerance = case.tolerance or Tolerance()
+    tolerances = case.tolerances
+    tolerance = tolerances.loss
     steps = min(len(losses_a), len(losses_b))
     rel = [relative(x, y) for x, y in zip(losses_a[:steps], losses_b[:steps], strict=True)]
-    first = next((i + 1 for i in range(steps) if apart(losses_a[i], losses_b[i], tolerance)), None)
+    absolute = tolerance.absolute(losses_a[:steps], losses_b[:steps])
+    first = next((i + 1 for i in range(steps) if apart(losses_a[i], losses_b[i], tolerance, absolute)), None)
     finite = [(r, i) for i, r in enumerate(rel) if not math.isnan(r)]
     max_rel, at = max(finite) if finite else (math.nan, 0)
-    checkpoints, first_checkpoint = _checkpoints(a, b, tolerance, _steps_per_iteration(a, len(losses_a)))
+    checkpoints, first_checkpoint = _checkpoints(a, b, tolerances, _steps_per_iteration(a, len(losses_a)))
     return Curve(
         case=case.name,
         a=pair.a,
@@ -218,6 +240,7 @@ def curve(case: CaseInfo, pair_index: int, a: RunRecord, b: RunRecord) -> Curve 
         ms_per_step_b=ms_per_step(b, len(losses_b)),
         checkpoints=checkpoints,
         first_checkpoint_apart=first_checkpoint,
+        tolerances=tolerances,
         mflop_per_step_a=mflop_per_step(a, len(losses_a)),
         mflop_per_step_b=mflop_per_step(b, len(losses_b)),
         gflops_a=a.metrics.gflops,
