@@ -25,7 +25,7 @@ from runner.program import render_torch, syntax
 from runner.program.data import materialize, with_values
 from runner.program.ir import Settings
 from runner.program.rust.crate import render as render_crate
-from runner.program.rust.crate import write_workspace
+from runner.program.rust.crate import write_bundle
 from runner.program.rust.forward import ForwardRegion
 
 DATA = Path(__file__).parent / "data" / "port"
@@ -411,15 +411,21 @@ def test_the_generated_crates_reproduce_the_burn_run(tmp_path):
         assert calls[name] in main_rs.split("fn main() {")[1]
         crates[crate.name] = crate
         losses[crate.name] = result["losses"]["burn"]
-    names = write_workspace(tmp_path / "ws", crates, lockfile=ROOT / "Cargo.lock")
+    # the crates as the modules of one (burn's generic code compiled once for the three)
+    names = write_bundle(tmp_path / "bundle", crates, name="repro-port", lockfile=ROOT / "Cargo.lock")
     env = dict(os.environ)
     env.setdefault("CARGO_TARGET_DIR", str(Path.home() / ".cache" / "burn-torch-diff" / "target"))
-    built = subprocess.run([cargo, "build", "--release"], cwd=tmp_path / "ws", env=env, capture_output=True, text=True)
+    built = subprocess.run(
+        [cargo, "build", "--release"], cwd=tmp_path / "bundle", env=env, capture_output=True, text=True
+    )
     assert built.returncode == 0, built.stderr[-4000:]
     assert "warning" not in built.stderr, built.stderr[-4000:]
-    for key, binary in zip(crates, names):
+    for key, name in zip(crates, names):
         ran = subprocess.run(
-            [str(Path(env["CARGO_TARGET_DIR"]) / "release" / binary)], capture_output=True, text=True, check=True
+            [str(Path(env["CARGO_TARGET_DIR"]) / "release" / "repro-port"), name],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         printed = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
         values = next(o["values"] for o in printed if o.get("label") == "losses")

@@ -3,9 +3,10 @@
 The fast tests read the rendered text, and hold every operation of the table to have a
 rendering or a clean refusal. The cargo test renders a sample of programs (every op family, the
 Linear layouts, optimizer loops, the p10 EMA loop at small size, panics and errors, and the
-families' operations and module kinds: `FAMILY_SAMPLE`) into one cargo workspace, builds it once
-against the shared target directory, runs every reproducer and holds what it prints to what the
-burn interpreter (`_probe.run_program`) returns for the same IR."""
+families' operations and module kinds: `FAMILY_SAMPLE`) and a sample of the found cases'
+reproducers as the modules of one crate (`write_bundle`), builds it once against the shared target
+directory, runs every reproducer (`BUNDLE NAME`) and holds what it prints to what the burn
+interpreter (`_probe.run_program`) returns for the same IR."""
 
 from __future__ import annotations
 
@@ -32,7 +33,13 @@ from runner.paths import CASES_DIR, PROJECT_ROOT, cache_dir, target_dir
 from runner.program.data import materialize
 from runner.program.ir import Program, Settings
 from runner.program.rust import families
-from runner.program.rust.crate import BURN_DEPENDENCY, render, write_reproducer, write_workspace
+from runner.program.rust.crate import (
+    BUNDLE_DEPENDENCIES,
+    BURN_DEPENDENCY,
+    render,
+    write_bundle,
+    write_reproducer,
+)
 from runner.program.rust.output import ReproducerRun, read_run
 from runner.program.rust.source import sketch
 from runner.program.syntax import parse
@@ -1375,20 +1382,81 @@ def test_write_reproducer_writes_a_crate_with_a_readme(tmp_path):
     assert not (tmp_path / "no").exists()
 
 
-def test_write_workspace_makes_members_of_programs_and_of_written_crates(tmp_path):
+def test_write_bundle_makes_modules_of_programs_and_of_written_crates(tmp_path):
     write_reproducer(sample_program("log-of-negative"), tmp_path / "found" / "rust", "case_7")
-    names = write_workspace(
-        tmp_path / "ws",
-        {"first": sample_program("grad-none-error"), "case_7": tmp_path / "found" / "rust"},
-        lockfile=PROJECT_ROOT / "Cargo.lock",
-    )
-    assert names == ["first", "case-7"]
-    root = (tmp_path / "ws" / "Cargo.toml").read_text()
-    assert '"crates/first"' in root and '"crates/case-7"' in root and '"crates/unify-features"' in root
-    copied = (tmp_path / "ws" / "crates" / "case-7" / "Cargo.toml").read_text()
-    assert "[workspace]" not in copied and 'name = "case-7"' in copied
-    assert "[workspace]" not in (tmp_path / "ws" / "crates" / "first" / "Cargo.toml").read_text()
-    assert (tmp_path / "ws" / "Cargo.lock").exists()
+    big = program("w = param(40, 40)\nobserve(w)\n")
+    members = {"first": sample_program("grad-none-error"), "case_7": tmp_path / "found" / "rust", "Big one": big}
+    folder = tmp_path / "bundle"
+    assert write_bundle(folder, members, lockfile=PROJECT_ROOT / "Cargo.lock") == ["first", "case_7", "big_one"]
+    written = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert written == ["Cargo.lock", "Cargo.toml", "src/big_one.rs", "src/big_one/data.rs", "src/case_7.rs"] + [
+        "src/first.rs",
+        "src/main.rs",
+    ]
+    manifest = (folder / "Cargo.toml").read_text()
+    assert 'name = "bundle"' in manifest and "[workspace]" in manifest
+    assert manifest.split("[dependencies]\n")[1].split("\n\n")[0].splitlines() == list(BUNDLE_DEPENDENCIES)
+    assert (folder / "Cargo.lock").read_text() == (PROJECT_ROOT / "Cargo.lock").read_text()
+    # each module is its crate's main.rs with `fn main` made callable, nothing else changed
+    crates = {
+        "first": render(sample_program("grad-none-error"), title="first"),
+        "case_7": {"src/main.rs": (tmp_path / "found" / "rust" / "src" / "main.rs").read_text()},
+        "big_one": render(big, title="Big one"),
+    }
+    for module, crate in crates.items():
+        got, want = (folder / "src" / f"{module}.rs").read_text().split("\n"), crate["src/main.rs"].split("\n")
+        assert len(got) == len(want)
+        assert [(g, w) for g, w in zip(got, want) if g != w] == [("pub(crate) fn main() {", "fn main() {")]
+    assert "mod data;" in crates["big_one"]["src/main.rs"]
+    assert (folder / "src" / "big_one" / "data.rs").read_text() == crates["big_one"]["src/data.rs"]
+    dispatcher = (folder / "src" / "main.rs").read_text()
+    assert "mod first;\nmod case_7;\nmod big_one;\n" in dispatcher
+    assert '    ("case_7", case_7::main),\n' in dispatcher and "::std::process::exit(2);" in dispatcher
+
+
+def test_write_bundle_leaves_unchanged_files_and_removes_the_modules_it_no_longer_has(tmp_path):
+    folder = tmp_path / "bundle"
+    members: dict[str, Program] = {
+        "a": sample_program("grad-none-error"),
+        "b": program("w = param(40, 40)\nobserve(w)\n"),
+    }
+    write_bundle(folder, members, name="kept")
+    stamps = {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+    time.sleep(0.01)
+    write_bundle(folder, members, name="kept")
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()} == stamps
+    assert write_bundle(folder, {"a": members["a"]}, name="kept") == ["a"]
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == [
+        "Cargo.toml",
+        "src",
+        "src/a.rs",
+        "src/main.rs",
+    ]
+    assert (folder / "src" / "a.rs").stat().st_mtime_ns == stamps[folder / "src" / "a.rs"]
+
+
+def test_write_bundle_refuses_a_folder_that_is_no_reproducers_crate(tmp_path):
+    crate = tmp_path / "rust"
+    write_reproducer(sample_program("grad-none-error"), crate, "x")
+    manifest = (crate / "Cargo.toml").read_text()
+    (crate / "Cargo.toml").write_text(manifest.replace("[dependencies]\n", '[dependencies]\nrand = "0.9"\n'))
+    with pytest.raises(ValueError, match="its dependencies are not"):
+        write_bundle(tmp_path / "b1", {"x": crate})
+    (crate / "Cargo.toml").write_text(manifest.replace('edition = "2021"', 'edition = "2024"'))
+    with pytest.raises(ValueError, match="edition '2024'"):
+        write_bundle(tmp_path / "b2", {"x": crate})
+    (crate / "Cargo.toml").write_text(manifest)
+    (crate / "src" / "util.rs").write_text("")
+    with pytest.raises(ValueError, match=r"util\.rs"):
+        write_bundle(tmp_path / "b3", {"x": crate})
+    (crate / "src" / "util.rs").unlink()
+    main_rs = (crate / "src" / "main.rs").read_text()
+    (crate / "src" / "main.rs").write_text(main_rs.replace("fn main() {", "fn main()  {"))
+    with pytest.raises(ValueError, match="0 lines `fn main"):
+        write_bundle(tmp_path / "b4", {"x": crate})
+    assert not any((tmp_path / f"b{i}").exists() for i in range(1, 5))
+    (crate / "src" / "main.rs").write_text(main_rs)
+    assert write_bundle(tmp_path / "b5", {"x": crate}) == ["x"]
 
 
 def test_read_run_splits_observations_checkpoints_and_the_panic():
@@ -1426,9 +1494,10 @@ def _close(a: list[float] | None, b: list[float] | None) -> bool:
     )
 
 
-def agreement(p: Program, run: ReproducerRun, *, values: bool = True) -> list[str]:
+def agreement(p: Program, run: ReproducerRun, *, source: str, values: bool = True) -> list[str]:
     """How the reproducer's run differs from the interpreter's (empty: they agree). `values`
-    False: the values and gradients are compared by their presence only (see `RANDOM`)."""
+    False: the values and gradients are compared by their presence only (see `RANDOM`). `source`:
+    the reproducer's own file, where a panic of the runner's code is (`src/NAME.rs` in a bundle)."""
     want = _probe.run_program(p.to_json())
     problems = []
     got_obs, want_obs = run.observations, want["observations"]
@@ -1464,15 +1533,19 @@ def agreement(p: Program, run: ReproducerRun, *, values: bool = True) -> list[st
         if where is not None and "/burn-" in where:
             if run.panic["location"] != where:  # burn's own panic: the same place in burn
                 problems.append(f"panic at {run.panic['location']}, interpreter {where}")
-        elif "src/main.rs:" not in run.panic["location"]:  # the runner's error or a #[track_caller] panic
-            problems.append(f"panic at {run.panic['location']}, expected the reproducer's main.rs")
+        elif f"{source}:" not in run.panic["location"]:  # the runner's error or a #[track_caller] panic
+            problems.append(f"panic at {run.panic['location']}, expected the reproducer's {source}")
     return problems
+
+
+BUNDLE = "repro-samples"
+"""The package (and binary) the sample reproducers are built as (`write_bundle`)."""
 
 
 @pytest.fixture(scope="module")
 def built() -> dict[str, Any]:
-    """Every sample program rendered into one workspace, built once, each run."""
-    folder = cache_dir() / "repro-workspace"
+    """Every sample program as a module of one crate, built once, each run (`BUNDLE NAME`)."""
+    folder = cache_dir() / "repro-bundle"
     programs = {name: sample_program(name) for name in SAMPLE}
     programs.update({f"family:{name}": family_program(name) for name in FAMILY_SAMPLE})
     members: dict[str, Program | Path] = dict(programs)
@@ -1480,7 +1553,7 @@ def built() -> dict[str, Any]:
         programs[f"found:{name}"] = found_program(name)
         members[f"found:{name}"] = CASES_DIR / "found" / name / "rust"
     # the project's Cargo.lock: the versions the shared target directory already holds compiled
-    names = write_workspace(folder, members, lockfile=PROJECT_ROOT / "Cargo.lock")
+    names = write_bundle(folder, members, name=BUNDLE, lockfile=PROJECT_ROOT / "Cargo.lock")
     env = dict(os.environ)
     env.setdefault("CARGO_TARGET_DIR", str(target_dir()))
     started = time.monotonic()
@@ -1489,14 +1562,25 @@ def built() -> dict[str, Any]:
     )
     seconds = time.monotonic() - started
     assert out.returncode == 0, out.stderr[-6000:]
+    exe = Path(env["CARGO_TARGET_DIR"]) / "release" / BUNDLE
     runs = {}
-    for name, binary in zip(programs, names):
-        exe = Path(env["CARGO_TARGET_DIR"]) / "release" / binary
+    for key, name in zip(programs, names):
         ran = subprocess.run(
-            [str(exe)], capture_output=True, text=True, timeout=300, env=dict(os.environ, RUST_BACKTRACE="0")
+            [str(exe), name], capture_output=True, text=True, timeout=300, env=dict(os.environ, RUST_BACKTRACE="0")
         )
-        runs[name] = read_run(ran.stdout, ran.stderr, ran.returncode)
-    return {"programs": programs, "runs": runs, "build": out.stderr, "seconds": seconds}
+        runs[key] = read_run(ran.stdout, ran.stderr, ran.returncode)
+    return {
+        "programs": programs,
+        "runs": runs,
+        "sources": {key: f"src/{name}.rs" for key, name in zip(programs, names)},
+        "exe": exe,
+        "build": out.stderr,
+        "seconds": seconds,
+    }
+
+
+def _agreement(built: dict[str, Any], key: str, *, values: bool = True) -> list[str]:
+    return agreement(built["programs"][key], built["runs"][key], values=values, source=built["sources"][key])
 
 
 @pytest.mark.slow
@@ -1508,9 +1592,19 @@ def test_the_reproducers_build_without_warnings(built):
 
 @pytest.mark.slow
 @pytest.mark.cargo
+def test_the_bundle_runs_only_the_reproducers_it_names(built):
+    names = [Path(source).stem for source in built["sources"].values()]
+    for argv in (["no-such-reproducer"], [], [names[0] + " "]):
+        ran = subprocess.run([str(built["exe"]), *argv], capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 2 and not ran.stdout, (argv, ran.stdout, ran.stderr)
+        assert ran.stderr.startswith("unknown reproducer") and ", ".join(names) in ran.stderr, ran.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
 @pytest.mark.parametrize("name", list(SAMPLE))
 def test_a_reproducer_prints_what_the_interpreter_observes(built, name):
-    problems = agreement(built["programs"][name], built["runs"][name])
+    problems = _agreement(built, name)
     assert not problems, "\n".join(problems)
 
 
@@ -1521,7 +1615,7 @@ def test_a_family_operations_reproducer_prints_what_the_interpreter_observes(bui
     """Where the values cannot agree (`RANDOM`: the same random stream drawn in another process)
     the rest is compared: labels, shapes, flags, which gradients exist, the outcome."""
     key = f"family:{name}"
-    problems = agreement(built["programs"][key], built["runs"][key], values=key not in RANDOM)
+    problems = _agreement(built, key, values=key not in RANDOM)
     assert not problems, "\n".join(problems)
 
 
@@ -1543,7 +1637,7 @@ def test_the_eval_mode_reproducer_shows_an_untracked_module_call(built):
     "name", FOUND or [pytest.param("none", marks=pytest.mark.skip(reason="no cases/found/*/rust"))]
 )
 def test_a_found_reproducer_prints_what_the_interpreter_observes(built, name):
-    problems = agreement(built["programs"][f"found:{name}"], built["runs"][f"found:{name}"])
+    problems = _agreement(built, f"found:{name}")
     assert not problems, "\n".join(problems)
 
 

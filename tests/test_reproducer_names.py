@@ -5,8 +5,9 @@ meet (`t1` beside the temporary `_t1`).
 
 The fast properties (hypothesis) hold the identifier maps injective and clear of the reserved
 names, and run the PyTorch script in this process against the torch interpreter. The cargo test
-renders one program holding every hostile name at once and a few drawn ones into one workspace,
-builds it once and holds each run to the burn interpreter's."""
+renders one program holding every hostile name at once and a few drawn ones as the modules of one
+crate, under hostile member names (`main`, `lib`, `bin`, a quote and a line break), builds it once
+and holds each run to the burn interpreter's."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from tools import require_tool
 from runner.paths import PROJECT_ROOT, cache_dir, target_dir
 from runner.program import render_torch, torch_interp
 from runner.program.ir import USER_NAME, Program, same_values
-from runner.program.rust.crate import render, write_workspace
+from runner.program.rust.crate import MODULE_RESERVED, render, write_bundle
 from runner.program.rust.names import (
     DERIVE_LOCALS,
     FIELD_RESERVED,
@@ -305,27 +306,87 @@ def drawn_programs() -> list[Program]:
     return found
 
 
+TITLES = {
+    "every-hostile-name": "main",
+    "drawn-0": "lib",
+    "drawn-1": "bin/data",
+    "drawn-2": 'fn"); std::process::exit(0); //\n\\',
+}
+"""The member names the reproducers are bundled under: the dispatcher's own file (`src/main.rs`),
+what cargo would take for targets of their own (`src/lib.rs`, `src/bin/`), a keyword, the end of
+a string literal and a line break."""
+MEMBER_NAMES = list(
+    dict.fromkeys(
+        [
+            *TITLES.values(),
+            *HOSTILE,
+            *(n.upper() for n in HOSTILE),
+            *(f"{n}-" for n in HOSTILE),
+            *(
+                "",
+                "-",
+                "1st",
+                "__",
+                "a__b",
+                "a-b",
+                "a_b",
+                "a b",
+                "\u00fcn\u00efcode",
+                "crate::x",
+                "r#fn",
+                '"',
+                "\\",
+                "\x00",
+            ),
+            "x" * 70,
+            "x" * 60 + "y",
+        ]
+    )
+)
+BUNDLE = "repro-names"
+
+
+def test_hostile_member_names_get_distinct_snake_case_module_names(tmp_path):
+    members = dict.fromkeys(MEMBER_NAMES, hostile_program(HOSTILE[:SLOTS]))
+    folder = tmp_path / "bundle"
+    modules = write_bundle(folder, members)
+    assert len(modules) == len(members) and len(set(modules)) == len(modules)
+    # snake case (rustc's non_snake_case lint trims `_` at the ends and refuses `__` inside)
+    for module in modules:
+        assert re.fullmatch(r"[a-z](_?[a-z0-9])*_*", module) and module not in MODULE_RESERVED, module
+    assert {"main", "lib", "bin", "fn", "self", "crate", "std", "burn"} <= MODULE_RESERVED
+    written = sorted(p.relative_to(folder / "src").as_posix() for p in (folder / "src").rglob("*") if p.is_file())
+    assert written == sorted(["main.rs", *(f"{m}.rs" for m in modules), *(f"{m}/data.rs" for m in modules)])
+    dispatcher = (folder / "src" / "main.rs").read_text()
+    table = re.findall(r'^    \("([a-z0-9_]+)", ([a-z0-9_]+)::main\),$', dispatcher, re.MULTILINE)
+    assert table == [(m, m) for m in modules]
+    assert re.findall(r"^mod ([a-z0-9_]+);$", dispatcher, re.MULTILINE) == modules
+
+
 @pytest.fixture(scope="module")
 def built() -> dict[str, Any]:
     require_tool("cargo", "to build the reproducers")
     programs = {"every-hostile-name": hostile_program(HOSTILE)}
     programs.update({f"drawn-{i}": p for i, p in enumerate(drawn_programs())})
-    folder = cache_dir() / "repro-names-workspace"
-    names = write_workspace(folder, dict(programs), lockfile=PROJECT_ROOT / "Cargo.lock")
+    folder = cache_dir() / "repro-names-bundle"
+    names = write_bundle(
+        folder, {TITLES[key]: p for key, p in programs.items()}, name=BUNDLE, lockfile=PROJECT_ROOT / "Cargo.lock"
+    )
     env = dict(os.environ)
     env.setdefault("CARGO_TARGET_DIR", str(target_dir()))
     out = subprocess.run(
         ["cargo", "build", "--release"], cwd=folder, env=env, capture_output=True, text=True, timeout=3000
     )
     assert out.returncode == 0, out.stderr[-6000:]
+    exe = Path(env["CARGO_TARGET_DIR"]) / "release" / BUNDLE
     runs = {}
-    for key, binary in zip(programs, names):
-        exe = Path(env["CARGO_TARGET_DIR"]) / "release" / binary
+    for key, name in zip(programs, names):
         ran = subprocess.run(
-            [str(exe)], capture_output=True, text=True, timeout=300, env=dict(os.environ, RUST_BACKTRACE="0")
+            [str(exe), name], capture_output=True, text=True, timeout=300, env=dict(os.environ, RUST_BACKTRACE="0")
         )
         runs[key] = read_run(ran.stdout, ran.stderr, ran.returncode)
-    return {"programs": programs, "runs": runs, "build": out.stderr}
+    sources = {key: f"src/{name}.rs" for key, name in zip(programs, names)}
+    return {"programs": programs, "runs": runs, "sources": sources, "names": names, "build": out.stderr}
 
 
 @pytest.mark.slow
@@ -339,5 +400,12 @@ def test_reproducers_with_hostile_names_build_without_warnings(built):
 @pytest.mark.cargo
 @pytest.mark.parametrize("key", ["every-hostile-name", *(f"drawn-{i}" for i in range(DRAWN))])
 def test_a_reproducer_with_hostile_names_prints_what_the_interpreter_observes(built, key):
-    problems = agreement(built["programs"][key], built["runs"][key])
+    problems = agreement(built["programs"][key], built["runs"][key], source=built["sources"][key])
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+def test_the_hostile_member_names_are_the_names_that_run_them(built):
+    assert built["names"] == ["main_", "lib_", "bin_data", "fn_std_process_exit_0"]
+    assert all(run.observations for run in built["runs"].values())

@@ -10,6 +10,6 @@
 - `render_torch`: `render(program)`, a standalone PyTorch script;
 - `identifiers`: the identifiers generated code gives program names (one `Namespace` per namespace);
 - `rust`: the same as a standalone cargo project on burn 0.22.1 (the reproducer for an upstream
-  report): `rust.crate.render(program)`, `write_reproducer` / `write_workspace`,
+  report): `rust.crate.render(program)`, `write_reproducer` / `write_bundle`,
   `rust.source.sketch(program)` for report cards, `rust.output.read_run`.
 """

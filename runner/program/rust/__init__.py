@@ -62,6 +62,7 @@ The modules, in the order the code is made:
   read and which are `mut`, the second writes);
 - `support`: the Rust helper functions a reproducer includes (printing JSON lines, `soft_update`);
 - `source`: `src/main.rs` and `src/data.rs` around the statements; `sketch` for report cards;
-- `crate`: `render` (the files of a crate), `write_reproducer`, `write_workspace`, `package_name`;
+- `crate`: `render` (the files of a crate), `write_reproducer`, `write_bundle` (reproducers as the
+  modules of one crate, for the tests), `package_name`;
 - `output`: `read_run`, what a built reproducer printed.
 """
