@@ -145,7 +145,16 @@ def test_a_forked_training_loop_streams_the_same_checkpoints_and_values():
 
 def test_a_forked_adapter_error_is_the_fresh_ones():
     """p10's torch adapter has no `without` mode: a ValueError, outcome `error`."""
-    params = {"d_in": 8, "d_out": 8, "batch": 2, "lr": 1e-3, "steps": 3, "checkpoints": [3], "ema_decay": 0.99, "seed": 0}
+    params = {
+        "d_in": 8,
+        "d_out": 8,
+        "batch": 2,
+        "lr": 1e-3,
+        "steps": 3,
+        "checkpoints": [3],
+        "ema_decay": 0.99,
+        "seed": 0,
+    }
     runs = [execute(RunRequest("p", "p10", "torch", "without", params, 120, timed=t)) for t in (False, True)]
     assert [r.outcome for r in runs] == ["error", "error"]
     assert runs[0].error == runs[1].error and "without" in runs[0].error.message
@@ -179,7 +188,9 @@ def test_a_forked_run_too_large_for_its_limit_is_oom(tmp_path):
         '[execution]\ntimeout_s = 300\nmemory_mib = 4096\n[[runs]]\nframework = "torch"\nmode = "ema-only"\n'
     )
     case = load_case(path)
-    forked, fresh = (execute(request_for(case, "torch", "ema-only", {}, noise.Controls(), timed=t)) for t in (False, True))
+    forked, fresh = (
+        execute(request_for(case, "torch", "ema-only", {}, noise.Controls(), timed=t)) for t in (False, True)
+    )
     for run in (forked, fresh):
         assert run.outcome == "oom" and run.oom is not None and run.oom.limit_mib == 4096
         assert "can't allocate memory" in run.oom.detail
