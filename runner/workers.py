@@ -202,11 +202,12 @@ class Forked:
             return False
         if self._pidfd is None:
             return True
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
         try:
-            readable, _, _ = select.select([self._pidfd], [], [], 0)
-        except (OSError, ValueError):
+            return not poller.poll(0)
+        except OSError:
             return False
-        return not readable
 
     def stop(self) -> None:
         """Kill the child's group (through the zygote: the only process that knows its pid is
@@ -214,7 +215,7 @@ class Forked:
         if not self._ended.is_set():
             self._zygote.kill_child(self.pid)
             if not self._ended.wait(ZYGOTE_ANSWER_S):
-                self._zygote.kill()  # a zygote that does not answer: gone, and its children with it
+                self._zygote.kill(stop=False)  # a zygote that does not answer: gone, its children with it
                 self._ended.wait(ZYGOTE_ANSWER_S)
         self.close()
 
@@ -227,7 +228,10 @@ class Forked:
             self._pidfd = None
 
     def _end(self, status: int, maxrss_kib: int | None) -> None:
-        self.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            self.returncode = os.waitstatus_to_exitcode(status)
+        except ValueError:  # not the status of an ended process: its status is lost
+            self.returncode = 255
         self.maxrss_bytes = None if maxrss_kib is None else maxrss_kib * 1024
         self._ended.set()
 
@@ -256,7 +260,7 @@ class _Zygote:
         self.ready = threading.Event()
         self.failed = False  # could not be started: the runs go to fresh workers
         self.gone = False
-        self.killed = False
+        self.stopped = False  # by `kill_running`: nothing is to start
         self.last_used = time.monotonic()
         self._lock = threading.Lock()  # the tables, the flags and the process
         self._send_lock = threading.Lock()  # the socket's sends and its close
@@ -281,7 +285,7 @@ class _Zygote:
         waiter = _Spawn()
         with self._lock:
             if self.gone:
-                if self.killed:
+                if self.stopped:
                     raise Stopped
                 return None
             request = self._next_id
@@ -303,7 +307,7 @@ class _Zygote:
         self.last_used = time.monotonic()
         try:
             if not waiter.answered.wait(ZYGOTE_ANSWER_S):
-                self.kill()  # not answering: gone (its reader then answers every waiter)
+                self.kill(stop=False)  # not answering: gone (its reader then answers every waiter)
                 waiter.answered.wait(ZYGOTE_ANSWER_S)
         except BaseException:
             with self._lock:
@@ -312,7 +316,7 @@ class _Zygote:
             if orphan is not None:
                 orphan.stop()
             raise
-        if waiter.forked is None and self.killed:
+        if waiter.forked is None and self.stopped:
             raise Stopped
         return waiter.forked
 
@@ -329,11 +333,11 @@ class _Zygote:
                 except OSError:
                     pass
 
-    def kill(self) -> None:
-        """Kill the zygote (its children die by their parent-death signal); the runs under way
-        end at once, as stopped."""
+    def kill(self, stop: bool = True) -> None:
+        """Kill the zygote (its children die by their parent-death signal): the runs under way
+        end at once, as stopped (`stop`: by `kill_running`), or lost (run again, fresh)."""
         with self._lock:
-            self.killed = True
+            self.stopped = self.stopped or stop
             if self._proc is not None and self._proc.returncode is None:
                 kill_group(self._proc.pid)
 
@@ -359,7 +363,7 @@ class _Zygote:
         try:
             try:
                 with self._lock:
-                    if self.killed:
+                    if self.stopped:
                         return
                     self._proc = subprocess.Popen(
                         [*ZYGOTE_COMMAND, str(theirs.fileno())],
@@ -460,7 +464,7 @@ class _Zygote:
         for waiter in spawns:
             waiter.answered.set()
         for run in runs:
-            run._lose(self.killed)
+            run._lose(self.stopped)
         _forget_zygote(self)
 
 
@@ -480,7 +484,7 @@ def _forget_zygote(zygote: _Zygote) -> None:
     with _ZYGOTES_LOCK:
         if _ZYGOTES.get(key) is zygote:
             del _ZYGOTES[key]
-        if zygote.killed:
+        if zygote.stopped:
             return
         if zygote.failed:
             _NOT_STARTED.add(key)
@@ -512,7 +516,7 @@ def fork(
             zygote = _ZYGOTES[key] = _Zygote(env)
             _STARTS += 1
     zygote.ready.wait(ZYGOTE_START_S + ZYGOTE_ANSWER_S)
-    if zygote.killed:
+    if zygote.stopped:
         raise Stopped
     if zygote.gone or not zygote.ready.is_set():
         return None
@@ -535,7 +539,7 @@ def shutdown_zygotes(timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     for zygote in zygotes:
         if not zygote.join(max(0.0, deadline - time.monotonic())):
-            zygote.kill()
+            zygote.kill(stop=False)
             zygote.join(timeout)
 
 
