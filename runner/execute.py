@@ -302,6 +302,10 @@ def execute(
                         RawRun,
                         {**base, "outcome": "crash", "crash": {"signal": None, "exit_code": None, "stderr_tail": why}},
                     )
+                except BaseException:  # a stop signal while the zygote starts or answers
+                    os.close(read_fd)
+                    os.close(write_fd)
+                    raise
                 os.close(write_fd)
                 if proc is None:  # no zygote: a fresh worker
                     os.close(read_fd)

@@ -275,6 +275,17 @@ def test_a_zygote_that_dies_under_a_run_leaves_it_to_a_fresh_worker(hooked):
     assert execute(hooked.request("quick")).outcome == "ok"  # and the next run has a zygote again
 
 
+def test_a_zygote_that_cannot_start_leaves_the_runs_to_fresh_workers(hooked, monkeypatch):
+    monkeypatch.setattr(workers, "ZYGOTE_COMMAND", (sys.executable, "-c", "import sys; sys.exit(3)"))
+    # an environment of its own: the zygote of no other test is the one that fails
+    request = RunRequest(
+        "hooked", "program", "torch", "nozygote", hooked.params, 120, {**hooked.env, "NO_ZYGOTE": "1"}, timed=False
+    )
+    records = [execute(request) for _ in range(2)]
+    assert [r.outcome for r in records] == ["ok", "ok"]
+    assert {parent for _pid, parent in hooked.runs("nozygote")} == {os.getpid()}, "fresh workers"
+
+
 # ---- the command line: a stop signal, a killed runner --------------------------------------
 
 
