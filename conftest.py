@@ -8,7 +8,9 @@ or in the CLI processes the tests start, puts its `runner-*` folders there),
 and this process is the "child subreaper" of everything it starts: a worker
 orphaned by a killed runner is re-parented here instead of to PID 1, where the
 check at the end finds it. The check kills what it finds, and fails the
-session (an error at the teardown of the last test) naming it.
+session (an error at the teardown of the last test) naming it. The zygotes
+that fork torch's semantic runs (`runner.workers.fork`) live as long as the
+process that started them, by design: they are shut down before the check.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ def nothing_left_behind(tmp_path_factory: pytest.TempPathFactory):
         os.environ["TMPDIR"] = saved
     tempfile.tempdir = None
 
+    from runner import workers
+
+    workers.shutdown_zygotes()  # the fork servers this process started live until now, by design
     _reap_zombies()
     left = {pid: cmd for pid, state, cmd in _children() if state != "Z"}
     left.update({pid: "(names the session's temporary folder)" for pid in _mentioning(str(private))})

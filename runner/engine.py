@@ -105,8 +105,10 @@ def request_for(
     env: dict[str, str],
     controls: noise.Controls,
     extra_params: dict[str, Any] | None = None,
+    timed: bool = True,
 ) -> RunRequest:
-    """The worker request of one run, as `check` makes it (`extra_params`: the calibration's busy wait)."""
+    """The worker request of one run, as `check` makes it (`extra_params`: the calibration's busy
+    wait; `timed` False: a run that only shows semantics, which torch forks from its zygote)."""
     params = case.request_params(mode)
     return RunRequest(
         case.name,
@@ -119,6 +121,7 @@ def request_for(
         recorded_params=case.recorded_params(mode, params),
         memory_mib=case.memory_mib,
         controls=controls,
+        timed=timed,
     )
 
 
@@ -191,7 +194,7 @@ def run_all(
         with lock:
             label = spec.mode if repeat == 1 or not p.timed else f"{spec.mode} (repeat {round_}/{repeat})"
             reporter.run_started(next(counter), total, case, spec.framework, label)
-        request = request_for(case, spec.framework, spec.mode, env or {}, run_controls)
+        request = request_for(case, spec.framework, spec.mode, env or {}, run_controls, timed=p.timed)
 
         def progress(checkpoint: dict[str, Any]) -> None:
             with lock:

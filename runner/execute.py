@@ -11,6 +11,13 @@ costs only that run. The outcome is always a value:
 - ``timeout``: the worker outlived its time and was killed;
 - ``oom``: the worker reached its memory limit (see `runner.limits`).
 
+A torch run that only shows semantics (`RunRequest.timed` False: it runs side by side with
+others, nothing is claimed of its time) is forked from a zygote that has imported torch already
+(`runner.workers.fork`, `runner.zygote`) instead of started fresh: the same process of its own,
+limits and outcomes, without the seconds of torch's import. A timed run, a run of burn and a
+stand-in worker (`worker=`, `RUNNER_TEST_WORKER`) are fresh processes, as every run was before;
+so is a run whose zygote cannot be started or dies under it (it runs again, fresh).
+
 Nothing outlives its run: the worker runs in its own process group, which is
 killed when the run ends, times out or the runner is interrupted (SIGINT,
 SIGTERM, SIGHUP: see `runner.signals`), and it is killed by the kernel if the
@@ -72,6 +79,9 @@ class RunRequest:
     memory_mib: int | None = limits.DEFAULT_MEMORY_MIB
     # Noise controls (`runner.noise`): fixed malloc settings, CPU pinning.
     controls: noise.Controls = field(default_factory=noise.Controls)
+    # Whether the run is timed (runs alone, claims are made of its time or memory): such a run is
+    # always a fresh process. False: semantics only; a torch one is forked from the zygote.
+    timed: bool = True
 
 
 def _alive(pid: int) -> bool:
@@ -107,6 +117,10 @@ def sweep_stale(root: Path | None = None) -> list[Path]:
     return removed
 
 
+def _default_worker() -> list[str]:
+    return [sys.executable, "-m", "runner.worker"]
+
+
 def _worker_command(worker: list[str] | None) -> list[str]:
     if worker:
         return worker
@@ -118,7 +132,12 @@ def _worker_command(worker: list[str] | None) -> list[str]:
             command = None
         if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
             return command
-    return [sys.executable, "-m", "runner.worker"]
+    return _default_worker()
+
+
+def forks(request: RunRequest, command: list[str]) -> bool:
+    """Whether the run is forked from the zygote: torch, semantics only, the real worker."""
+    return request.framework == "torch" and not request.timed and command == _default_worker()
 
 
 @dataclass
@@ -127,11 +146,14 @@ class _Ended:
     peak_bytes: int | None  # the largest of the peak address space seen and the peak RSS
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout: float) -> _Ended:
+def _wait(proc: subprocess.Popen[bytes] | workers.Forked, timeout: float) -> _Ended:
     """Wait for the worker's end or its timeout, watching its peak address space.
 
     On its end, its process group is killed before it is reaped (so nothing it
-    started survives it, and its group id cannot have been reused)."""
+    started survives it, and its group id cannot have been reused): here, or by the
+    zygote for a forked run."""
+    if isinstance(proc, workers.Forked):
+        return _wait_forked(proc, timeout)
     deadline = time.monotonic() + timeout
     peak: int | None = None
     try:
@@ -167,6 +189,23 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> _Ended:
             os.close(pidfd)
 
 
+def _wait_forked(proc: workers.Forked, timeout: float) -> _Ended:
+    """`_wait` for a run forked by the zygote, which reaps it and says how it ended (wait
+    status, ru_maxrss); its peak address space is read from /proc meanwhile, a reading kept
+    only when the child was still running after it (its pid was still its own)."""
+    deadline = time.monotonic() + timeout
+    peak: int | None = None
+    while not proc.wait_ended(0):
+        seen = limits.vm_peak(proc.pid)
+        if seen is not None and proc.running():
+            peak = max(peak or 0, seen)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return _Ended(True, peak)
+        proc.wait_ended(min(remaining, POLL_S))
+    return _Ended(False, max(peak or 0, proc.maxrss_bytes or 0) or None)
+
+
 def kill_running() -> None:
     """Kill every worker under way (their `execute` calls then return at once)."""
     workers.kill_running()
@@ -190,7 +229,8 @@ def execute(
     on_progress: Callable[[dict[str, Any]], None] = lambda event: None,
     worker: list[str] | None = None,
 ) -> RawRun:
-    """Run `request` in a fresh worker; return its record, whatever happened.
+    """Run `request` in a worker process of its own (fresh, or forked from the zygote: see the
+    module's docstring); return its record, whatever happened.
 
     `worker` replaces the worker command (tests use it to stand in a process
     that crashes or hangs; the CLI takes one from `RUNNER_TEST_WORKER`); it is
@@ -220,45 +260,71 @@ def execute(
                 }
             )
         )
-        read_fd, write_fd = os.pipe()
-        seen: list[dict[str, Any]] = []
+        env = workers.environment(request.controls, request.env)
         started = time.monotonic()
+        proc: subprocess.Popen[bytes] | workers.Forked | None = None
+        ended = _Ended(False, None)
+        seen: list[dict[str, Any]] = []
         with open(stderr_path, "wb") as stderr:
-            try:
-                proc = workers.start(
-                    [*command, str(spec_path), str(result_path), str(write_fd)],
-                    memory_mib=request.memory_mib,
-                    env=workers.environment(request.controls, request.env),
-                    stdin=subprocess.DEVNULL,
-                    stdout=stderr,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(write_fd,),
-                )
-            except (OSError, subprocess.SubprocessError) as err:
-                os.close(read_fd)
+            # Forked from the zygote when it may be; fresh when not, or when the zygote is not
+            # there or died under the run (not the run's doing: it runs again, fresh).
+            for fork in (True, False) if forks(request, command) else (False,):
+                read_fd, write_fd = os.pipe()
+                seen = []
+                try:
+                    if fork:
+                        proc = workers.fork(
+                            [str(spec_path), str(result_path)],
+                            memory_mib=request.memory_mib,
+                            env=env,
+                            output=stderr.fileno(),
+                            progress=write_fd,
+                        )
+                    else:
+                        proc = workers.start(
+                            [*command, str(spec_path), str(result_path), str(write_fd)],
+                            memory_mib=request.memory_mib,
+                            env=env,
+                            stdin=subprocess.DEVNULL,
+                            stdout=stderr,
+                            stderr=subprocess.STDOUT,
+                            pass_fds=(write_fd,),
+                        )
+                except (OSError, subprocess.SubprocessError, workers.Stopped) as err:
+                    os.close(read_fd)
+                    os.close(write_fd)
+                    why = (
+                        "stopped before the worker started (a stop signal)"
+                        if isinstance(err, workers.Stopped)
+                        else f"could not start the worker: {err}"
+                    )
+                    return from_data(
+                        RawRun,
+                        {**base, "outcome": "crash", "crash": {"signal": None, "exit_code": None, "stderr_tail": why}},
+                    )
+                except BaseException:  # a stop signal while the zygote starts or answers
+                    os.close(read_fd)
+                    os.close(write_fd)
+                    raise
                 os.close(write_fd)
-                return from_data(
-                    RawRun,
-                    {
-                        **base,
-                        "outcome": "crash",
-                        "crash": {
-                            "signal": None,
-                            "exit_code": None,
-                            "stderr_tail": f"could not start the worker: {err}",
-                        },
-                    },
-                )
-            os.close(write_fd)
-            reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress, seen), daemon=True)
-            reader.start()
-            ended = _Ended(False, None)
-            try:
-                ended = _wait(proc, request.timeout_s)
-            finally:
-                # On timeout, Ctrl-C, SIGTERM or any other exit: no worker outlives its run.
-                workers.stop(proc)
-            reader.join(timeout=5)
+                if proc is None:  # no zygote: a fresh worker
+                    os.close(read_fd)
+                    continue
+                reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress, seen), daemon=True)
+                reader.start()
+                try:
+                    ended = _wait(proc, request.timeout_s)
+                finally:
+                    # On timeout, Ctrl-C, SIGTERM or any other exit: no worker outlives its run.
+                    workers.stop(proc)
+                reader.join(timeout=5)
+                if isinstance(proc, workers.Forked) and proc.lost and not proc.stopped:
+                    stderr.seek(0)
+                    stderr.truncate()
+                    result_path.unlink(missing_ok=True)
+                    continue
+                break
+        assert proc is not None  # the last attempt is a fresh worker's, which always has one
         wall_s = time.monotonic() - started
         stderr_text = _tail(stderr_path, STDERR_SCAN_BYTES)
         stderr_tail = stderr_text[-STDERR_TAIL_CHARS:]
@@ -277,7 +343,7 @@ def execute(
         )
     if record is not None:
         return _checked({**base, **record, "wall_s": wall_s}, stderr_tail)
-    code = proc.returncode
+    code: int = 255 if proc.returncode is None else proc.returncode  # None: its status was lost
     signal_text = signal_name(-code) if code < 0 else None
     peak_mib = None if ended.peak_bytes is None else round(ended.peak_bytes / (1 << 20), 1)
     hit_limit = code < 0 and -code in _LIMIT_SIGNALS and limits.at_limit(ended.peak_bytes, request.memory_mib)

@@ -58,9 +58,9 @@ _PRCTL = _prctl()
 
 
 def child_setup(memory_mib: int | None) -> Callable[[], None]:
-    """What a worker does between fork and exec: cap its address space, and
-    die (SIGKILL) when the thread that started it dies. If the parent is
-    already gone by then, exit at once."""
+    """What a worker does between fork and exec (a run forked by the zygote: between fork and
+    the run): cap its address space, and die (SIGKILL) when the thread that started it dies.
+    If the parent is already gone by then, exit at once."""
     parent = os.getpid()
     limit = None if memory_mib is None else memory_mib << 20
     prctl = _PRCTL

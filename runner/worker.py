@@ -15,7 +15,9 @@ With `task` = `count_flop` in SPEC (and `programs`, key -> a program's recipe, i
 as `{"counts": {key: FLOPs or null}}`; nothing is timed, and PROGRESS_FD gets nothing.
 
 The parent has already capped this process's address space and tied its life
-to the parent's (`runner.limits.child_setup`).
+to the parent's (`runner.limits.child_setup`). The parent is the runner, or, for
+torch's semantic runs, the zygote that forked this process from one that had
+imported torch already and calls `main` in it (`runner.zygote`).
 """
 
 from __future__ import annotations

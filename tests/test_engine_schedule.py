@@ -82,11 +82,13 @@ class FakeWorkers:
         self.order: list[tuple[str, bool]] = []
         self.barrier = threading.Barrier(semantic_together, timeout=10)
         self.controls: dict[str, set[str]] = {}
+        self.requested_timed: dict[str, set[bool]] = {}
 
     def __call__(self, request: RunRequest, progress: Any) -> RawRun:
         timed = f"{request.framework}/{request.mode}" in TIMED
         with self.lock:
             self.running += 1
+            self.requested_timed.setdefault(f"{request.framework}/{request.mode}", set()).add(request.timed)
             self.order.append((f"{request.framework}/{request.mode}", timed))
             self.controls.setdefault(f"{request.framework}/{request.mode}", set()).add(str(request.controls))
             if timed:
@@ -123,6 +125,8 @@ def test_semantic_runs_go_side_by_side_and_timed_runs_alone_interleaved(case):
     assert timed == ["torch/detach", "burn/detach"] * 3, "repeats interleaved across runs"
     assert workers.peak_timed == 1, "a timed run never shares the machine with another of ours"
     assert workers.controls["torch/detach"] == workers.controls["burn/target"] == {"malloc"}
+    # what the request says: a timed run is a fresh process; a semantic torch one may be forked
+    assert workers.requested_timed == {name: {name in TIMED} for name in workers.requested_timed}
     assert len(records) == 5
 
 
