@@ -29,6 +29,9 @@ class Known:
     title: str
     case: str  # the catalogue case (cases/NAME.toml) or issue that documents it
     matches: Callable[[Divergence, Program], bool]
+    # Judged from step times (a growth): the same program can show it or not as the machine's
+    # load changes, so two campaigns of the same seed may count it differently.
+    timed: bool = False
 
 
 def _stmts(program: Program) -> list[Stmt]:
@@ -424,6 +427,7 @@ REGISTRY: tuple[Known, ...] = (
         "burn's step time grows, torch's does not",
         "p10_program, total_loss_graph, forward_only_loop (tracel-ai/burn#4970)",
         _graph_kept_grows,
+        timed=True,
     ),
     Known(
         "view-of-param-follows-the-step",
