@@ -4,6 +4,7 @@ burn crate that cannot build the probe)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -17,7 +18,7 @@ from runner.errors import BadInput
 from runner.metrics import measured
 from runner.model.results import RawRun, from_data
 from runner.model.upgrade import Classified, UpgradeClass
-from runner.paths import target_dir
+from runner.paths import cache_dir, target_dir
 from runner.upgrade.classify import classify
 from runner.versions import parse as parse_version
 
@@ -286,7 +287,11 @@ def test_a_burn_that_cannot_build_the_probe_is_reported_cleanly(tmp_path):
         "[features]\nstd = []\nflex = []\nautodiff = []\noptim = []\n"
     )
     (fake / "src" / "lib.rs").write_text("// a stand-in burn with none of the API the probe uses\n")
-    # A small case (two burn runs of a few statements): the from side's build is the cost here.
+    # A small case (two burn runs of a few statements). The from side's build (the probe against
+    # 0.22.1, ~40 s) is kept between runs in a cache of this test's own, reused while the probe's
+    # sources are the same (the build key); the stand-in's side, in a new folder each time, is built
+    # (and fails) every time, and its folder is removed after.
+    cache = cache_dir() / "test-upgrade"
     out = run_cli(
         "squeeze_non_singleton",
         "--from",
@@ -296,8 +301,9 @@ def test_a_burn_that_cannot_build_the_probe_is_reported_cleanly(tmp_path):
         "-q",
         "--out",
         str(tmp_path / "out"),
-        cache=tmp_path / "cache",
+        cache=cache,
     )
+    shutil.rmtree(cache / "upgrade" / sources.BurnSource(path=fake).slug, ignore_errors=True)
     assert out.returncode == 3, out.stdout + out.stderr
     report = json.loads((tmp_path / "out" / "upgrade.json").read_text())
     assert report["to"]["ok"] is False and report["from"]["ok"] is True
