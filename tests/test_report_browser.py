@@ -324,3 +324,68 @@ def test_the_command_takes_screenshots_at_both_widths(tmp_path):
         sizes[name] = (width, height)
     assert sizes["desktop"] == DESKTOP and sizes["phone"] == PHONE
     assert sizes["desktop-full"][0] == DESKTOP[0] and sizes["desktop-full"][1] > 3 * DESKTOP[1]
+
+
+def test_each_models_training_curves_are_photographed_at_both_widths(tmp_path):
+    """A results file with a model case (the hand-made one of test_report_curves): its curves
+    block at desktop and phone widths, from the block's top; a curves shot of a case the page no
+    longer has is removed."""
+    from test_report_curves import model_results
+
+    chromium()
+    out = tmp_path / "out"
+    stale = out / browser.SHOTS / "curves-gone-desktop.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"an old shot")
+    results = save(tmp_path / "models.json", model_results())
+    assert report("--from-results", results, "--out", out, "--upgrades", "--screenshots") in (0, 1)
+    shots = out / browser.SHOTS
+    assert not stale.exists()
+    for name, (width, _height) in (("desktop", DESKTOP), ("phone", PHONE)):
+        data = (shots / f"curves-model_toy-{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", name
+        shot_width, shot_height = struct.unpack(">II", data[16:24])
+        assert shot_width == width, name
+        assert 200 < shot_height < browser.MAX_HEIGHT, (name, shot_height)
+        # The block's text and plots are in it, not a blank page: a white 1366x1300 shot
+        # compresses to 0.005 bytes a pixel, this block's to about 0.1.
+        assert len(data) / (shot_width * shot_height) > 0.02, (name, len(data))
+
+
+def test_a_page_taller_than_a_shot_can_be_is_cut_and_says_so(tmp_path, monkeypatch):
+    """The runner's own logic, with Chromium replaced: a page of 180,000 px (a full report's
+    height) gets a desktop-full shot of MAX_HEIGHT px, and its note says so."""
+    taken: list[tuple[str, int, int, str]] = []
+
+    def fake_layout(page, width, scratch):
+        return browser.Layout(180_000 if width >= browser.MIN_WIDTH else 290_000, {"curves-m": 900 + width})
+
+    def fake_screenshot(page, png, width, height, scratch):
+        taken.append((png.name, width, height, ""))
+        png.write_bytes(b"png")
+        return png
+
+    def fake_section(page, png, width, height, fragment, scratch):
+        taken.append((png.name, width, height, fragment))
+        png.write_bytes(b"png")
+        return png
+
+    monkeypatch.setattr(browser, "layout", fake_layout)
+    monkeypatch.setattr(browser, "screenshot", fake_screenshot)
+    monkeypatch.setattr(browser, "section", fake_section)
+    page = tmp_path / "report.html"
+    page.write_text("<html><body></body></html>")
+    shots = browser.screenshots(page, tmp_path / "shots")
+    notes = {shot.path.name: shot.note for shot in shots}
+    assert notes["desktop-full.png"] == f"the first {browser.MAX_HEIGHT} px of the page's 180000"
+    assert ("desktop-full.png", DESKTOP[0], browser.MAX_HEIGHT, "") in taken
+    assert ("curves-m-desktop.png", DESKTOP[0], 900 + DESKTOP[0] + 40, "curves-m") in taken
+    assert ("curves-m-phone.png", PHONE[0], 900 + PHONE[0] + 40, "curves-m") in taken
+    assert notes["desktop.png"] == notes["curves-m-phone.png"] == ""
+
+
+def test_a_fragment_that_is_not_a_curves_id_never_reaches_the_host_page(tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text("<html></html>")
+    with pytest.raises(ValueError):
+        browser.framed(page, 390, 844, tmp_path, 'x" onload="alert(1)')

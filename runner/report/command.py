@@ -249,7 +249,7 @@ def run(args: argparse.Namespace, localize: Localize | None = None) -> int:
         show(f"history: not recorded: the results of {machine.label} are partial ({machine.doc.partial_reason})")
     if args.screenshots:
         for shot in browser.screenshots(out / "report.html", out / browser.SHOTS):
-            show(f"screenshot: {shot}")
+            show(f"screenshot: {shot.path}" + (f" ({shot.note})" if shot.note else ""))
     if report.exit_code:
         say(f"exit 1: see {out / 'report.md'}")
     return report.exit_code

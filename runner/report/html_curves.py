@@ -181,4 +181,7 @@ def case_block(report: Report, info: CaseInfo) -> str:
                 f"{esc(rate_text(c.gflops_b, m.provenance.peak_gflops))} ({esc(c.b.framework)}).</p>"
                 + _plots(c, m.label, index)
             )
-    return "".join(parts)
+    if not parts:
+        return ""
+    # One block per case, with an id: `report --screenshots` photographs each (browser.CURVES_PREFIX).
+    return f'<div class="curves" id="curves-{slug(info.name)}">' + "".join(parts) + "</div>"
