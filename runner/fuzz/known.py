@@ -288,6 +288,33 @@ def _declared_shape(program: Program, name: str) -> tuple[int, ...] | None:
     return tuple(spec.shape) if spec is not None else None
 
 
+def _flattens_nothing(program: Program, s: Stmt, param: str) -> bool:
+    shape = _declared_shape(program, param)
+    if shape is None:
+        return False
+    rank = len(shape)
+    start, end = s.attrs.get("start_dim", 0), s.attrs.get("end_dim", -1)
+    if not isinstance(start, int) or not isinstance(end, int):
+        return False
+    return rank == 1 or start % rank == end % rank
+
+
+def _flattened_param(program: Program, name: str) -> str | None:
+    """The param `name` is, directly or through flattens that flatten nothing (each of which is
+    its input itself in torch): `flatten(flatten(p, -1))` of a rank-1 `p` is `p` (seed 20261211)."""
+    params = _params(program)
+    seen: set[str] = set()
+    while name not in params:
+        s = _produced_by(program, name)
+        if s is None or s.op != "flatten" or not s.args or name in seen:
+            return None
+        seen.add(name)
+        name = s.args[0]
+        if name in params and not _flattens_nothing(program, s, name):
+            return None
+    return name
+
+
 def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
     """The label's tensor is `flatten` of a param that flattens nothing (a rank-1 param, or
     start_dim == end_dim): torch.flatten then returns its input itself (documented), so it is the
@@ -296,16 +323,10 @@ def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
     if d.cls not in ("grads", "flags"):
         return False
     s = _produced_by(program, _label_tensor(program, d.label))
-    if s is None or s.op != "flatten" or not s.args or s.args[0] not in _params(program):
+    if s is None or s.op != "flatten" or not s.args:
         return False
-    shape = _declared_shape(program, s.args[0])
-    if shape is None:
-        return False
-    rank = len(shape)
-    start, end = s.attrs.get("start_dim", 0), s.attrs.get("end_dim", -1)
-    if not isinstance(start, int) or not isinstance(end, int):
-        return False
-    return rank == 1 or start % rank == end % rank
+    source = _flattened_param(program, s.args[0])
+    return source is not None and _flattens_nothing(program, s, source)
 
 
 def _burn_same_node(program: Program) -> set[str]:
@@ -368,10 +389,12 @@ def _bce_target_not_differentiated(d: Divergence, program: Program) -> bool:
 
 def _clip_grad_value_without_gradients(d: Divergence, program: Program) -> bool:
     """`clip_grad_value_` over params none of which holds a gradient raises in torch 2.15 (its
-    foreach kernel refuses an empty list); burn's clipping has nothing to clip and the step goes on."""
+    foreach kernel refuses an empty list); burn's clipping has nothing to clip and the step goes on.
+    burn may fail later, where torch never got (e.g. the backward of a loss whose only param was
+    frozen after the first step, seed 20261211): torch's refusal is the first difference."""
     return (
         d.cls == "status"
-        and d.detail.get("burn_outcome") == "ok"
+        and (d.detail.get("burn_outcome") == "ok" or _torch_stops_first(d))
         and _message(d, "torch", "nested_tensorlist[0].empty()")
         and any("clip_grad_value" in s.attrs for s in _stmts(program) if OPS[s.op].result == "optimizer")
     )
