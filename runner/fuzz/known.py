@@ -320,6 +320,8 @@ def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
     start_dim == end_dim): torch.flatten then returns its input itself (documented), so it is the
     param (its gradient, its flags after a freeze); burn's flatten is a new graph node, a non-leaf
     without a gradient of its own."""
+    if d.cls == "status":
+        return _frozen_flatten_refused(d, program)
     if d.cls not in ("grads", "flags"):
         return False
     s = _produced_by(program, _label_tensor(program, d.label))
@@ -327,6 +329,25 @@ def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
         return False
     source = _flattened_param(program, s.args[0])
     return source is not None and _flattens_nothing(program, s, source)
+
+
+def _frozen_flatten_refused(d: Divergence, program: Program) -> bool:
+    """The same, seen in the outcome: a flatten of nothing of a param that is then frozen is the
+    frozen param in torch, so a loss of it requires no grad and torch's backward raises; burn's
+    flatten was recorded before the freeze and its backward goes on (seed 20261211)."""
+    if not (
+        d.detail.get("burn_outcome") == "ok"
+        and d.detail.get("op") == "backward"
+        and _message(d, "torch", "does not require grad")
+    ):
+        return False
+    stmts = _stmts(program)
+    for i, s in enumerate(stmts):
+        source = _flattened_param(program, s.args[0]) if s.op == "flatten" and s.args else None
+        if source is not None and _flattens_nothing(program, s, source):
+            if any(t.op == "freeze" and t.args[:1] == [source] for t in stmts[i + 1 :]):
+                return True
+    return False
 
 
 def _burn_same_node(program: Program) -> set[str]:
