@@ -170,6 +170,13 @@ KNOWN_PROGRAMS = {
     "    v1 = squeeze(p1, -1)\n    v4 = max_dim(v1, -1)\n    v7 = v4 + v4\n    loss = mean(v7)\n    backward(loss)\n"
     "    step(opt)\nobserve(p1)",
     "clip-grad-value-without-gradients": "p = param(4)\nopt = sgd(lr=0.1, clip_grad_value=0.5)\nstep(opt)\nobserve(p)",
+    # found by the campaign of seed 20261212 against 0.23.0-pre.1 (`values:rmsprop.weight_decay,momentum`):
+    # the gradient 2 clipped to 1, the decay 0.01 x -100.0000076 cancels it up to one ulp
+    "decay-cancels-the-clipped-gradient": "p0 = param(4, values=[-100.00000762939453, -100.0003, -99.9997, -100.0006])\n"
+    "g0 = input(4, values=[2.0, 2.0, 2.0, 2.0])\n"
+    "opt = rmsprop(lr=0.1, eps=1e-08, weight_decay=0.01, momentum=0.9, centered=True, clip_grad_value=1.0)\n"
+    "for i in range(10):\n    zero_grad(opt)\n    w0 = p0 * g0\n    s0 = sum(w0)\n    backward(s0)\n    step(opt)\n"
+    "observe(p0)",
 }
 
 
