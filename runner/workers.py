@@ -169,6 +169,24 @@ VOLATILE_ENV = ("PYTEST_CURRENT_TEST",)
 _EnvKey = tuple[tuple[str, str], ...]
 
 
+def receive(sock: socket.socket, max_fds: int) -> tuple[dict[str, Any], list[int]] | None:
+    """One message of the zygote's socket (either end) with the descriptors it carries; None when
+    the other end is gone (any descriptors closed). A message that is not a JSON object is `{}`."""
+    try:
+        data, fds, _flags, _address = socket.recv_fds(sock, MESSAGE_BYTES, max_fds)
+    except OSError:
+        return None
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None
+    try:
+        message = json.loads(data)
+    except ValueError:
+        message = None
+    return (message if isinstance(message, dict) else {}), list(fds)
+
+
 class Stopped(Exception):
     """The zygote of a run about to start was killed by `kill_running` (a stop signal)."""
 
@@ -398,20 +416,16 @@ class _Zygote:
 
     def _receive(self, sock: socket.socket) -> bool:
         """One message of the zygote, dispatched; False when the zygote is gone."""
-        try:
-            data, fds, _flags, _address = socket.recv_fds(sock, MESSAGE_BYTES, 1)
-        except OSError:
+        received = receive(sock, 1)
+        if received is None:
             return False
-        if not data:
-            for fd in fds:
-                os.close(fd)
-            return False
+        message, fds = received
         try:
-            message = json.loads(data)
-            op, key = message["op"], int(message.get("id", message.get("pid")))
+            ident: Any = message.get("id", message.get("pid"))
+            op, key = message["op"], int(ident)
             status, maxrss = int(message.get("status", 0)), message.get("maxrss_kib")
             maxrss = maxrss if isinstance(maxrss, int) else None
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError):
             op, key, status, maxrss = None, 0, 0, None
         orphan: Forked | None = None
         with self._lock:

@@ -43,7 +43,7 @@ from typing import Any, NoReturn
 
 from . import limits, worker
 from .frameworks import ADAPTERS
-from .workers import MESSAGE_BYTES
+from .workers import receive
 
 
 def prepare() -> str | None:
@@ -122,19 +122,11 @@ class Server:
 
     def request(self) -> bool:
         """One request served; False when the runner's end is closed."""
-        try:
-            data, fds, _flags, _address = socket.recv_fds(self.sock, MESSAGE_BYTES, 2)
-        except OSError:
+        received = receive(self.sock, 2)
+        if received is None:
             return False
-        if not data:
-            for fd in fds:
-                os.close(fd)
-            return False
-        try:
-            message = json.loads(data)
-            op = message["op"]
-        except (ValueError, KeyError, TypeError):
-            op = None
+        message, fds = received
+        op = message.get("op")
         if op == "spawn" and len(fds) == 2:
             self.spawn(message, fds[0], fds[1])
             return True

@@ -21,6 +21,18 @@ from runner.execute import WORKER_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# A p10 run small enough for a test (torch's adapter has no `without` mode: a run of it is an error).
+SMALL_P10 = {
+    "d_in": 8,
+    "d_out": 8,
+    "batch": 2,
+    "lr": 1e-3,
+    "steps": 3,
+    "checkpoints": [3],
+    "ema_decay": 0.99,
+    "seed": 0,
+}
+
 WORKER = r"""
 import json, os, signal, sys, time
 spec_path, result_path, progress_fd = sys.argv[1:]

@@ -55,6 +55,16 @@ def test_minimal_case_gets_the_seed_defaults(tmp_path):
     assert case.run("burn/detach").expect.slowdown_ratio == Bounds(min=2.0)
 
 
+def assert_refused_naming(path, fragments) -> None:
+    """Loading `path` is bad input whose message starts with the file and holds every fragment."""
+    with pytest.raises(BadInput) as info:
+        cases.load_case(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
 @pytest.mark.parametrize(
     "edit, fragments",
     [
@@ -101,13 +111,7 @@ def test_minimal_case_gets_the_seed_defaults(tmp_path):
     ],
 )
 def test_bad_case_files_name_file_and_key(tmp_path, edit, fragments):
-    path = write(tmp_path, edit(MINIMAL))
-    with pytest.raises(BadInput) as info:
-        cases.load_case(path)
-    message = str(info.value)
-    assert message.startswith(str(path)), message
-    for fragment in fragments:
-        assert fragment in message, message
+    assert_refused_naming(write(tmp_path, edit(MINIMAL)), fragments)
 
 
 PROGRAM = """
@@ -171,13 +175,7 @@ def test_a_program_cases_weights_tolerance_applies_inside_the_timed_loop(tmp_pat
     ],
 )
 def test_a_bad_weights_tolerance_names_the_key(tmp_path, edit, fragments):
-    path = write(tmp_path, edit(PROGRAM))
-    with pytest.raises(BadInput) as info:
-        cases.load_case(path)
-    message = str(info.value)
-    assert message.startswith(str(path)), message
-    for fragment in fragments:
-        assert fragment in message, message
+    assert_refused_naming(write(tmp_path, edit(PROGRAM)), fragments)
 
 
 def test_name_must_match_the_file(tmp_path):

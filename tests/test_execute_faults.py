@@ -7,6 +7,7 @@ import textwrap
 import time
 
 import pytest
+from fake_runs import SMALL_P10
 
 from runner.execute import RunRequest, execute
 
@@ -161,16 +162,7 @@ def test_real_worker_records_a_burn_argument_error():
 
 
 def test_real_worker_records_a_torch_error():
-    params = {
-        "d_in": 8,
-        "d_out": 8,
-        "batch": 2,
-        "lr": 1e-3,
-        "steps": 3,
-        "checkpoints": [3],
-        "ema_decay": 0.99,
-        "seed": 0,
-    }
+    params = dict(SMALL_P10)
     record = execute(RunRequest("real", "p10", "torch", "without", params, timeout_s=300))
     assert record.outcome == "error"
     assert record.error.type == "ValueError" and "without" in record.error.message

@@ -273,6 +273,11 @@ def test_a_flatten_that_flattens_something_is_not_the_input():
         == "flatten-of-nothing-is-the-input"
     )
     assert known.match(d, syntax.parse(source.format(attrs=""), where="t")) is None
+    # a chain is the param only if every link flattens nothing: here the middle one flattens [4, 2]
+    chain = "p = param(4, 2)\na = flatten(p, end_dim=-2)\nb = flatten(a)\nf = flatten(b, start_dim=1, end_dim=1)\nobserve(f)"
+    assert known.match(d, syntax.parse(chain, where="t")) is None
+    chain = "p = param(4, 2)\na = flatten(p, end_dim=-2)\nf = flatten(a, start_dim=1)\nobserve(f)"
+    assert known.match(d, syntax.parse(chain, where="t")) == "flatten-of-nothing-is-the-input"
 
 
 def test_a_clone_of_a_squeezed_1_param_is_the_param_in_burn():

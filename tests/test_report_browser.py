@@ -360,19 +360,13 @@ def test_a_page_taller_than_a_shot_can_be_is_cut_and_says_so(tmp_path, monkeypat
     def fake_layout(page, width, scratch):
         return browser.Layout(180_000 if width >= browser.MIN_WIDTH else 290_000, {"curves-m": 900 + width})
 
-    def fake_screenshot(page, png, width, height, scratch):
-        taken.append((png.name, width, height, ""))
-        png.write_bytes(b"png")
-        return png
-
-    def fake_section(page, png, width, height, fragment, scratch):
+    def fake_screenshot(page, png, width, height, scratch, fragment=""):
         taken.append((png.name, width, height, fragment))
         png.write_bytes(b"png")
         return png
 
     monkeypatch.setattr(browser, "layout", fake_layout)
     monkeypatch.setattr(browser, "screenshot", fake_screenshot)
-    monkeypatch.setattr(browser, "section", fake_section)
     page = tmp_path / "report.html"
     page.write_text("<html><body></body></html>")
     shots = browser.screenshots(page, tmp_path / "shots")

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_runs import ROOT, alive, gone
+from fake_runs import ROOT, SMALL_P10, alive, gone
 
 from runner import noise, workers
 from runner.cases import load_case
@@ -145,16 +145,7 @@ def test_a_forked_training_loop_streams_the_same_checkpoints_and_values():
 
 def test_a_forked_adapter_error_is_the_fresh_ones():
     """p10's torch adapter has no `without` mode: a ValueError, outcome `error`."""
-    params = {
-        "d_in": 8,
-        "d_out": 8,
-        "batch": 2,
-        "lr": 1e-3,
-        "steps": 3,
-        "checkpoints": [3],
-        "ema_decay": 0.99,
-        "seed": 0,
-    }
+    params = dict(SMALL_P10)
     runs = [execute(RunRequest("p", "p10", "torch", "without", params, 120, timed=t)) for t in (False, True)]
     assert [r.outcome for r in runs] == ["error", "error"]
     assert runs[0].error == runs[1].error and "without" in runs[0].error.message

@@ -299,19 +299,21 @@ def _flattens_nothing(program: Program, s: Stmt, param: str) -> bool:
     return rank == 1 or start % rank == end % rank
 
 
-def _flattened_param(program: Program, name: str) -> str | None:
-    """The param `name` is, directly or through flattens that flatten nothing (each of which is
-    its input itself in torch): `flatten(flatten(p, -1))` of a rank-1 `p` is `p` (seed 20261211)."""
+def _flatten_alias(program: Program, name: str) -> str | None:
+    """The param that the flatten result `name` is in torch: `flatten` that flattens nothing
+    returns its input itself, so a chain of them (`flatten(flatten(p, -1))` of a rank-1 `p`, seed
+    20261211) is the param; None if `name` is not a flatten or a link of its chain flattens
+    something."""
     params = _params(program)
-    seen: set[str] = set()
+    chain: list[Stmt] = []
     while name not in params:
         s = _produced_by(program, name)
-        if s is None or s.op != "flatten" or not s.args or name in seen:
+        if s is None or s.op != "flatten" or not s.args or s in chain:
             return None
-        seen.add(name)
+        chain.append(s)
         name = s.args[0]
-        if name in params and not _flattens_nothing(program, s, name):
-            return None
+    if not chain or not all(_flattens_nothing(program, link, name) for link in chain):
+        return None
     return name
 
 
@@ -322,13 +324,8 @@ def _flatten_of_1d_param(d: Divergence, program: Program) -> bool:
     without a gradient of its own."""
     if d.cls == "status":
         return _frozen_flatten_refused(d, program)
-    if d.cls not in ("grads", "flags"):
-        return False
-    s = _produced_by(program, _label_tensor(program, d.label))
-    if s is None or s.op != "flatten" or not s.args:
-        return False
-    source = _flattened_param(program, s.args[0])
-    return source is not None and _flattens_nothing(program, s, source)
+    tensor = _label_tensor(program, d.label)
+    return d.cls in ("grads", "flags") and tensor is not None and _flatten_alias(program, tensor) is not None
 
 
 def _frozen_flatten_refused(d: Divergence, program: Program) -> bool:
@@ -343,10 +340,9 @@ def _frozen_flatten_refused(d: Divergence, program: Program) -> bool:
         return False
     stmts = _stmts(program)
     for i, s in enumerate(stmts):
-        source = _flattened_param(program, s.args[0]) if s.op == "flatten" and s.args else None
-        if source is not None and _flattens_nothing(program, s, source):
-            if any(t.op == "freeze" and t.args[:1] == [source] for t in stmts[i + 1 :]):
-                return True
+        source = _flatten_alias(program, s.out) if s.op == "flatten" and s.out else None
+        if source is not None and any(t.op == "freeze" and t.args[:1] == [source] for t in stmts[i + 1 :]):
+            return True
     return False
 
 

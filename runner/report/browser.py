@@ -33,15 +33,17 @@ TIMEOUT_S = 120
 # A screenshot is at most this tall: a full report is ~180,000 px at desktop width (a PNG
 # of ~1 GB raw that Chromium does not finish within TIMEOUT_S); 16,384 px takes seconds.
 MAX_HEIGHT = 16384
-# The page's blocks of training curves (`html_curves.case_block`), each photographed too.
-CURVES_ID = re.compile(r"curves-[A-Za-z0-9_-]*")
+# The page's blocks of training curves (`html_curves.case_block`: the prefix and a slug of the
+# case's name), each photographed too, into a file named after its id.
+CURVES_PREFIX = "curves-"
+CURVES_ID = re.compile(re.escape(CURVES_PREFIX) + r"[A-Za-z0-9_-]*")
 
 # Measures the page once it has loaded: its height and that of every block of training curves,
 # written into the page (for --dump-dom at top level) and posted to a parent (inside `framed`).
 _MEASURE = """<script>
 addEventListener("load", () => {
   const blocks = {};
-  for (const e of document.querySelectorAll('[id^="curves-"]')) blocks[e.id] = Math.ceil(e.getBoundingClientRect().height);
+  for (const e of document.querySelectorAll('[id^="PREFIX"]')) blocks[e.id] = Math.ceil(e.getBoundingClientRect().height);
   const text = JSON.stringify({height: document.documentElement.scrollHeight, blocks});
   const pre = document.createElement("pre");
   pre.id = "measured-height";
@@ -49,7 +51,7 @@ addEventListener("load", () => {
   document.body.appendChild(pre);
   if (window.parent !== window) window.parent.postMessage(text, "*");
 });
-</script>"""
+</script>""".replace("PREFIX", CURVES_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,6 @@ def layout(page: Path, width: int, scratch: Path) -> Layout:
     return Layout(int(data["height"]), blocks)
 
 
-def page_height(page: Path, width: int, scratch: Path) -> int:
-    """The page's full height at `width`, as Chromium lays it out."""
-    return layout(page, width, scratch).height
-
-
 def framed(page: Path, width: int, height: int, scratch: Path, fragment: str = "") -> Path:
     """A page holding `page` in an iframe of `width` x `height` at its top left:
     the page inside lays out (media queries included) as on a screen that wide,
@@ -144,25 +141,15 @@ def framed(page: Path, width: int, height: int, scratch: Path, fragment: str = "
     return host
 
 
-def screenshot(page: Path, png: Path, width: int, height: int, scratch: Path) -> Path:
-    """The first `height` pixels of `page` laid out `width` wide."""
-    target = framed(page, width, height, scratch) if width < MIN_WIDTH else page
-    run(scratch / "profile", f"--window-size={width},{height}", f"--screenshot={png}", target.resolve().as_uri())
-    if not png.is_file():
-        raise Infrastructure(f"chromium wrote no screenshot {png}")
-    return png
-
-
-def section(page: Path, png: Path, width: int, height: int, fragment: str, scratch: Path) -> Path:
-    """`height` pixels of `page` laid out `width` wide, from the element `fragment` names down."""
-    target = framed(page, width, height, scratch, fragment)
-    run(
-        scratch / "profile",
-        f"--window-size={width},{height}",
-        "--virtual-time-budget=5000",
-        f"--screenshot={png}",
-        target.resolve().as_uri(),
-    )
+def screenshot(page: Path, png: Path, width: int, height: int, scratch: Path, fragment: str = "") -> Path:
+    """`height` pixels of `page` laid out `width` wide: from its top, or from the element
+    `fragment` names (inside `framed`: Chromium's --screenshot of `page#id` comes out blank)."""
+    if width < MIN_WIDTH or fragment:
+        target = framed(page, width, height, scratch, fragment)
+        wait = ["--virtual-time-budget=5000"] if fragment else []
+    else:
+        target, wait = page, []
+    run(scratch / "profile", f"--window-size={width},{height}", *wait, f"--screenshot={png}", target.resolve().as_uri())
     if not png.is_file():
         raise Infrastructure(f"chromium wrote no screenshot {png}")
     return png
@@ -190,12 +177,12 @@ def screenshots(page: Path, folder: Path) -> list[Shot]:
                 planned.append((f"{block}-{name}", w, max(1, min(tall + 40, MAX_HEIGHT)), block, ""))
         for name, w, h, block, note in planned:
             png = scratch / f"{name}.png"
-            taken = section(page, png, w, h, block, scratch) if block else screenshot(page, png, w, h, scratch)
+            taken = screenshot(page, png, w, h, scratch, block)
             target = folder / f"{name}.png"
             shutil.move(taken, target)
             out.append(Shot(target, note))
     kept = {shot.path.name for shot in out}
-    for stale in folder.glob("curves-*.png"):
+    for stale in folder.glob(f"{CURVES_PREFIX}*.png"):
         if stale.name not in kept:
             stale.unlink(missing_ok=True)
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..model.results import CaseInfo
 from ..wording import rate_text, value_text
 from . import svg
+from .browser import CURVES_PREFIX
 from .curves import Curve, checkpoint_text, curves, finals_text, first_apart_text, mflop_text, origin_text
 from .differences import slug
 from .html_base import esc, num, pair_styles, prose, table
@@ -183,5 +184,5 @@ def case_block(report: Report, info: CaseInfo) -> str:
             )
     if not parts:
         return ""
-    # One block per case, with an id: `report --screenshots` photographs each (browser.CURVES_PREFIX).
-    return f'<div class="curves" id="curves-{slug(info.name)}">' + "".join(parts) + "</div>"
+    # One block per case, with an id: `report --screenshots` photographs each.
+    return f'<div class="curves" id="{CURVES_PREFIX}{slug(info.name)}">' + "".join(parts) + "</div>"
