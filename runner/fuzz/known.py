@@ -10,8 +10,10 @@ case or an issue that explains it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from ..contract.ops import MODULES, OMITTED, OPS, AttrSpec, AttrValue
 from ..program.ir import ParsedProgram, Stmt, walk
@@ -243,7 +245,14 @@ def _torch_refuses(d: Divergence, program: Program) -> bool:
 def _torch_stops_first(d: Divergence) -> bool:
     """torch stopped at an earlier statement than burn did (burn's failure is somewhere torch never
     reached: its refusal is the first difference)."""
+    return _stops_first(d, "torch")
+
+
+def _stops_first(d: Divergence, side: str) -> bool:
+    """`side` stopped at an earlier statement (or iteration) than the other side did."""
     t, b = d.detail.get("torch_at"), d.detail.get("burn_at")
+    if side == "burn":
+        t, b = b, t
     if not (isinstance(t, list) and isinstance(b, list) and len(t) == len(b) == 2):
         return False
     (ti, tk), (bi, bk) = t, b
@@ -392,7 +401,10 @@ def _bce_target_not_differentiated(d: Divergence, program: Program) -> bool:
     respect to the target too (its gradient is -logits / n), burn's target is an integer tensor
     (the port converts it) that carries no graph. What follows: grad() of the target errors in
     burn only, a loss tracked through its target only cannot backward in burn, a target that
-    carries a consumed graph makes torch's second backward fail and not burn's."""
+    carries a consumed graph makes torch's second backward fail and not burn's. The other side
+    may fail too, later (seed 20261213: a loss tracked through its target only, in a loop that
+    feeds the target back; burn cannot backward at the first iteration, torch at the second,
+    through the first iteration's freed graph): the side that stops first names the cause."""
     if d.cls != "status":
         return False
     tracked = _descendants(program, _params(program))
@@ -400,7 +412,8 @@ def _bce_target_not_differentiated(d: Divergence, program: Program) -> bool:
         return False
     other = {"burn": "torch", "torch": "burn"}
     return any(
-        _message(d, side, text) and d.detail.get(f"{other[side]}_outcome") == "ok" for side, text in BCE_TARGET_STATUS
+        _message(d, side, text) and (d.detail.get(f"{other[side]}_outcome") == "ok" or _stops_first(d, side))
+        for side, text in BCE_TARGET_STATUS
     )
 
 
@@ -417,23 +430,99 @@ def _clip_grad_value_without_gradients(d: Divergence, program: Program) -> bool:
     )
 
 
-def _decay_cancels_the_clipped_gradient(d: Divergence, program: Program) -> bool:
-    """Centered RMSprop with weight decay and value clipping: where the clipped gradient and the
-    decay cancel (a gradient clipped to 1.0, a decay of 0.01 x -100.0000076), torch's decay is one
-    fused add (`grad.add(p, alpha=wd)`: -5.39e-8) and burn's a rounded product, then a sum (0.0;
-    float64 -7.63e-8); centered RMSprop divides by the square root of a variance that is then
-    about zero and turns a difference of one float32 ulp of the terms into steps of lr (found by
-    the campaign of seed 20261212 against 0.23.0-pre.1; 0.22.1 does the same). Rounding, made
-    large by an ill-conditioned optimizer: neither side is wrong."""
-    if d.cls not in ("values", "grads"):
+CANCELLED = 1e-6  # |g + wd * p| at most this much of |g|: the decay cancels the gradient
+L2_DECAY = ("adam", "rmsprop")  # adaptive optimizers whose weight_decay is added to the gradient
+
+
+def _decay_cancels_the_gradient(d: Divergence, program: Program) -> bool:
+    """An adaptive optimizer with L2 weight decay, replayed on a param where the decay cancels
+    the (clipped) gradient to one part in 1e6 (`CANCELLED`, float64). There torch's decay is one
+    fused add (`grad.add(p, alpha=wd)`) and burn's a rounded product, then a sum, and the two
+    part by one float32 ulp or by all of the remainder; Adam and RMSprop divide by the magnitude
+    of that remainder and turn it into steps of lr. Found twice: centered RMSprop with value
+    clipping (seed 20261212 against 0.23.0-pre.1: the gradient 2 clipped to 1, the decay 0.01 x
+    -100.0000076; torch -5.39e-8, burn 0.0, float64 -7.63e-8; 0.22.1 does the same) and Adam
+    (seed 20261213 against 0.22.1: the gradient 2^-8, the decay 0.01 x -0.3906250298, one ulp
+    from the point where they cancel: burn's decayed gradient is exactly 0 and its param never
+    moves, torch's is -2e-10 and Adam walks away, as the float64 run does: after 10 steps torch
+    -0.394555, float64 -0.394456, burn -0.390625). Rounding made large by the optimizer, on
+    values of measure zero: a rule that differs shows on params where nothing cancels."""
+    if d.cls != "values":
         return False
+    stmts = _stmts(program)
+    optimizer = next((s for s in stmts if s.op in L2_DECAY), None)
+    if optimizer is None or optimizer.attrs.get("weight_decay") in (None, 0, 0.0):
+        return False
+    wd = cast(float, optimizer.attrs["weight_decay"])
     return any(
-        s.op == "rmsprop"
-        and s.attrs.get("centered") is True
-        and s.attrs.get("weight_decay") not in (None, 0, 0.0)
-        and "clip_grad_value" in s.attrs
-        for s in _stmts(program)
+        g != 0 and abs(g + wd * p) <= CANCELLED * abs(g) for p, g in _recorded_steps(program, optimizer, d.label)
     )
+
+
+def _recorded_steps(program: Program, optimizer: Stmt, label: str | None) -> Iterator[tuple[float, float]]:
+    """Each (param value, gradient) of a step replay (`sum(p * g)`: g is the param's recorded
+    gradient), the gradient clipped by value as the optimizer clips it."""
+    clip = optimizer.attrs.get("clip_grad_value")
+    values = {t.name: t.values for t in program.tensors if t.values is not None}
+    for s in _stmts(program):
+        if s.op != "mul" or len(s.args) != 2 or label not in (s.args[0], None):
+            continue
+        param, grad = values.get(s.args[0]), values.get(s.args[1])
+        if param is None or grad is None or len(param) != len(grad):
+            continue
+        for p, g in zip(param, grad):
+            yield p, g if clip is None else max(-cast(float, clip), min(cast(float, clip), g))
+
+
+SQUARE_OVERFLOWS = math.sqrt(3.4028234663852886e38)  # above it a float32's square is infinite
+
+
+def _adam_second_moment_overflows(d: Divergence, program: Program) -> bool:
+    """burn's Adam and AdamW square the gradient, then scale it by 1 - beta2
+    (`grad.square().mul_scalar(factor)`, burn-optim 0.22.1 adam.rs and adamw.rs): above |g| =
+    1.84e19 the second moment is infinite and the step is 0; torch's `addcmul_(grad, grad,
+    value=1 - beta2)` stays finite (found by the campaign of seed 20261213 against 0.22.1:
+    p0 = -6, g = -2.27e19, ten steps of lr 0.1: torch -5.000001, float64 -5.0, burn -6.0;
+    `cases/found/adam-second-moment-overflows-in-burn.toml`)."""
+    if d.cls != "values":
+        return False
+    optimizer = next((s for s in _stmts(program) if s.op in ("adam", "adamw")), None)
+    if optimizer is None or "clip_grad_norm" in optimizer.attrs:
+        return False
+    return any(abs(g) > SQUARE_OVERFLOWS for _, g in _recorded_steps(program, optimizer, d.label))
+
+
+FLOAT32_EPS = 2.0**-24  # float32's unit roundoff
+CANCELS = 1e-3  # |sum| at most this much of the sum of magnitudes: the terms cancel
+
+
+def _sum_order_where_terms_cancel(d: Divergence, program: Program) -> bool:
+    """A `sum` (or `mean`) replayed on terms that cancel (|sum| <= 1e-3 of the sum of their
+    magnitudes, float64), both float32 results within the textbook bound of summation in any
+    order (n x 2^-24 x the sum of magnitudes) of the float64 sum: the order differs, not the
+    rule. burn's sum (the Flex backend, 0.22.1 and 0.23.0-pre.1) adds in order, torch's in
+    vectorized lanes; where the terms cancel, the rounding of the terms is all that is left (seed
+    20261214 against 0.23.0-pre.1: `sum(stack(p, -p))` of 512 terms of magnitude 0.5-2, exactly
+    0: torch -5.5e-6, burn -1.36e-4, the in-order float32 sum to the bit)."""
+    if d.cls != "values":
+        return False
+    stmts = _stmts(program)
+    values = {t.name: t.values for t in program.tensors if t.values is not None}
+    a, b = d.detail.get("a"), d.detail.get("b")
+    if not (isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 1):
+        return False
+    for s in stmts:
+        terms = values.get(s.args[0]) if s.op in ("sum", "mean") and len(s.args) == 1 else None
+        if not terms or d.label not in (s.out, None):
+            continue
+        n = len(terms)
+        scale = 1.0 / n if s.op == "mean" else 1.0
+        exact = math.fsum(terms) * scale
+        magnitude = math.fsum(abs(x) for x in terms) * scale
+        bound = n * FLOAT32_EPS * magnitude
+        if abs(exact) <= CANCELS * magnitude and all(abs(float(v[0]) - exact) <= bound for v in (a, b)):
+            return True
+    return False
 
 
 TORCH_REFUSALS = (
@@ -573,11 +662,25 @@ REGISTRY: tuple[Known, ...] = (
         _clip_grad_value_without_gradients,
     ),
     Known(
-        "decay-cancels-the-clipped-gradient",
-        "centered RMSprop amplifies a one-ulp difference of the decayed gradient (torch's fused add, burn's "
-        "rounded product) where value clipping and weight decay cancel",
+        "decay-cancels-the-gradient",
+        "Adam or RMSprop amplifies the last bits of an L2 weight decay that cancels the gradient (torch's "
+        "fused add, burn's rounded product then sum)",
         "tests/test_fuzz.py::test_each_documented_difference_is_recognised_as_known",
-        _decay_cancels_the_clipped_gradient,
+        _decay_cancels_the_gradient,
+    ),
+    Known(
+        "adam-second-moment-overflows",
+        "burn's Adam squares the gradient before scaling it by 1 - beta2: above |g| = 1.84e19 its second moment "
+        "is infinite and the param stops; torch's stays finite",
+        "adam-second-moment-overflows-in-burn",
+        _adam_second_moment_overflows,
+    ),
+    Known(
+        "sum-order-where-terms-cancel",
+        "a sum whose terms cancel is the rounding of its terms: burn adds in order, torch in vectorized lanes "
+        "(both within float32's bound for any order)",
+        "tests/test_fuzz.py::test_each_documented_difference_is_recognised_as_known",
+        _sum_order_where_terms_cancel,
     ),
     Known(
         "burn-unsupported",
