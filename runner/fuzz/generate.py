@@ -15,15 +15,14 @@ tiny, and far out on both sides (and the table's kinks), where activations satur
 
 Program `index` of campaign `seed` is a function of the two (`program_at`, a `random.Random`
 seeded with both): shards of a campaign generate disjoint programs, and a rerun the same ones.
-`programs()` is the same generator as a hypothesis strategy, for the property tests.
+`strategies.programs()` is the same generator as a hypothesis strategy, for the property tests
+(a module of its own: the command does not import hypothesis).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-
-from hypothesis import strategies as st
 
 from ..contract.ops import OPS, REQUIRED, AttrValue
 from ..program.ir import ModuleDecl, ParsedProgram, Stmt, walk
@@ -67,19 +66,6 @@ class RandomChooser:
         return self.rng.randint(low, high)
 
 
-class HypothesisChooser:
-    _cache: dict[tuple[int, int], st.SearchStrategy[int]] = {}
-
-    def __init__(self, draw: st.DrawFn) -> None:
-        self.draw = draw
-
-    def integer(self, low: int, high: int) -> int:
-        strategy = self._cache.get((low, high))
-        if strategy is None:
-            strategy = self._cache[(low, high)] = st.integers(low, high)
-        return self.draw(strategy)
-
-
 def program_seed(seed: int, index: int) -> int:
     """The generator seed of program `index` of a campaign seeded `seed`."""
     return (seed * 1_000_003 + index) % (1 << 64) ^ 0x5DEECE66D
@@ -88,12 +74,6 @@ def program_seed(seed: int, index: int) -> int:
 def program_at(seed: int, index: int, max_ops: int = 8) -> ParsedProgram:
     """Program `index` of the campaign seeded `seed` (the same every time)."""
     return build(RandomChooser(random.Random(program_seed(seed, index))), max_ops)
-
-
-@st.composite
-def programs(draw: st.DrawFn, max_ops: int = 8) -> ParsedProgram:
-    """The generator as a hypothesis strategy."""
-    return build(HypothesisChooser(draw), max_ops)
 
 
 def _operation(c: Chooser, b: Builder) -> None:
