@@ -45,12 +45,20 @@ from . import limits, worker
 from .frameworks import ADAPTERS
 from .workers import receive
 
+# Imported by torch on first use, seconds each, so once here rather than in every forked run:
+# `torch._dynamo`, which the first optimizer a process makes imports (torch 2.15: 1.2 s of a
+# forked training run that took 1.5-3 s; it starts no thread).
+LAZY_IMPORTS = ("torch._dynamo",)
+
 
 def prepare() -> str | None:
-    """Import torch's adapters (torch with them) and run nothing. The reason not to fork, or None."""
+    """Import torch's adapters (torch with them) and what torch imports on first use, and run
+    nothing. The reason not to fork, or None."""
     for adapter in ADAPTERS.values():
         if adapter.framework == "torch":
             importlib.import_module(adapter.module)
+    for module in LAZY_IMPORTS:
+        importlib.import_module(module)
     try:
         threads = len(os.listdir("/proc/self/task"))
     except OSError:
