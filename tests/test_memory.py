@@ -152,37 +152,56 @@ def test_the_default_limit_is_applied_to_every_run(tmp_path):
 
 # ---- real runs ----------------------------------------------------------------------
 
+# (framework, mode, memory_mib, what the failure says): each a case of its own, all in one `check`.
+REAL_RUNS = [
+    ("burn", "detach", 1024, "memory allocation of"),  # Rust's allocation failure, then abort
+    ("torch", "detach", 4096, "can't allocate memory"),  # torch's allocator
+    # forked from the zygote, torch is mapped already and its first tensor does not fit (in a fresh
+    # worker, torch itself would not: its libraries cannot be mapped)
+    ("torch", "ema-only", 1024, ""),
+]
 
-def big_case(tmp_path, framework: str, mode: str, memory_mib: int):
-    path = tmp_path / "big.toml"
+
+def big_case(folder, framework: str, mode: str, memory_mib: int):
+    """A p10 run whose first tensor, its 16384x16384 weights (1 GiB), is more than its limit leaves
+    it (torch's libraries take ~3 GiB of address space): it fails at its first large allocation,
+    before any computation. Without the limit, a step of this size takes minutes: the run would
+    reach its 300 s timeout."""
+    name = f"big-{framework}-{mode}-{memory_mib}"
+    path = folder / f"{name}.toml"
     path.write_text(
-        'kind = "p10"\n[params]\nd_in = 8192\nd_out = 8192\nbatch = 4096\nsteps = 2000\n'
+        f'name = "{name}"\nkind = "p10"\n[params]\nd_in = 16384\nd_out = 16384\nbatch = 4096\nsteps = 2000\n'
         f"[execution]\ntimeout_s = 300\nmemory_mib = {memory_mib}\n"
         f'[[runs]]\nframework = "{framework}"\nmode = "{mode}"\n'
     )
     return path
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "framework, mode, memory_mib, says",
-    [
-        ("burn", "detach", 1024, "memory allocation of"),  # Rust's allocation failure, then abort
-        ("torch", "detach", 4096, "can't allocate memory"),  # torch's allocator
-        ("torch", "ema-only", 1024, ""),  # torch itself does not fit: its libraries cannot be mapped
-    ],
-)
-def test_a_real_run_too_large_for_its_limit_is_oom(tmp_path, framework, mode, memory_mib, says):
-    out = tmp_path / "out.json"
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], dict[str, dict]]:
+    """One `check` of every case of `REAL_RUNS` (each with its own limit; the torch ones forked
+    from one zygote, side by side): the process, and each case's run record by case name."""
+    folder = tmp_path_factory.mktemp("big")
+    out = folder / "out.json"
+    cases = [big_case(folder, framework, mode, memory_mib) for framework, mode, memory_mib, _says in REAL_RUNS]
     proc = subprocess.run(
-        [sys.executable, "-m", "runner", "check", str(big_case(tmp_path, framework, mode, memory_mib)), "-q",
-         "--json", str(out)],
+        [sys.executable, "-m", "runner", "check", *map(str, cases), "-q", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
+    runs = {run["case"]: run for run in json.loads(out.read_text())["runs"]} if out.exists() else {}
+    return proc, runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework, mode, memory_mib, says", REAL_RUNS)
+def test_a_real_run_too_large_for_its_limit_is_oom(real_runs, framework, mode, memory_mib, says):
+    proc, runs = real_runs
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (run,) = json.loads(out.read_text())["runs"]
+    assert len(runs) == len(REAL_RUNS), sorted(runs)
+    run = runs[f"big-{framework}-{mode}-{memory_mib}"]
+    assert run["framework"] == framework and run["mode"] == mode
     assert run["outcome"] == "oom" and run["memory_mib"] == memory_mib, run.get("crash") or run.get("error")
     assert says in run["oom"]["detail"] + run["oom"]["stderr_tail"]
-    # the limit stops it at its first large allocations: within its first step (a step of this size
-    # takes seconds, so a run the limit did not stop would reach its 300 s timeout), not at a time
+    # the limit stops it at its first large allocation, before its first step (a step of this size
+    # takes minutes, so a run the limit did not stop would reach its 300 s timeout), not at a time
     assert run["checkpoints"] == [] and run["step_ms"] == [], (run["checkpoints"], len(run["step_ms"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from runner import noise
 from runner.program import torch_interp
 from runner.program.data import materialize
 from runner.program.ir import Settings, same_values
@@ -101,24 +103,83 @@ observe(lin.weight)
 }
 
 
+# Runs scripts as `python3 SCRIPT` would, but with torch imported once: a process imports torch
+# (and torch._dynamo, which an optimizer's first step imports: seconds more) and runs no torch op,
+# as runner.zygote does (no thread pool, nothing a fork could break; one thread everywhere,
+# `noise.THREAD_VARS`, or numpy's OpenBLAS starts one at import). It then forks a child per script
+# that runs it as __main__ in a namespace of its own (the script's own `import torch` finds the
+# module loaded), its stdout and stderr in SCRIPT.out and SCRIPT.err; where the imports left a
+# thread behind all the same, each child execs `python3 SCRIPT` instead. Prints each script's exit
+# code (a fresh interpreter's: 1 and the traceback for an exception that escapes it).
+RUN_FORKED = """\
+import os, runpy, sys, traceback
+import torch
+import torch._dynamo
+fork_safe = len(os.listdir("/proc/self/task")) == 1
+children = {}
+for script in sys.argv[1:]:
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            for fd, suffix in ((1, ".out"), (2, ".err")):
+                os.dup2(os.open(script + suffix, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+            if not fork_safe:
+                os.execv(sys.executable, [sys.executable, script])
+            sys.argv = [script]
+            sys.path[0] = os.path.dirname(script)
+            runpy.run_path(script, run_name="__main__")
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    children[pid] = script
+for pid, script in children.items():
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def run_scripts(scripts: list[Path]) -> list[tuple[int, str, str]]:
+    """Each script's exit code, stdout and stderr, the scripts run side by side (`RUN_FORKED`)."""
+    env = {**os.environ, **dict.fromkeys(noise.THREAD_VARS, "1")}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_FORKED, *map(str, scripts)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    codes = [int(line) for line in done.stdout.split()]
+    assert len(codes) == len(scripts), done.stdout
+    return [
+        (code, Path(f"{script}.out").read_text(), Path(f"{script}.err").read_text())
+        for code, script in zip(codes, scripts)
+    ]
+
+
+F64_SOURCE = "a = param(3)\nb = exp(a) / 3.0\nobserve(b)\n"
+
+
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    """Every rendered script, run at once (in parallel) with python3: its printed observations."""
+    """Every rendered script (and the float64 one of `F64_SOURCE`), run at once: its printed
+    observations."""
     folder = tmp_path_factory.mktemp("rendered")
-    procs = {}
-    programs = {}
-    for name, (source, settings) in PROGRAMS.items():
-        program = materialize(parse(source, where=name), 7, settings)
-        programs[name] = program
-        script = Path(folder) / f"{name}.py"
-        script.write_text(render(program, title=f"test program {name}"))
-        procs[name] = subprocess.Popen(
-            [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+    programs = {
+        name: materialize(parse(source, where=name), 7, settings) for name, (source, settings) in PROGRAMS.items()
+    }
+    scripts = {}
+    for name, program in programs.items():
+        scripts[name] = folder / f"{name}.py"
+        scripts[name].write_text(render(program, title=f"test program {name}"))
+    programs["f64"] = materialize(parse(F64_SOURCE, where="t"), 1)
+    scripts["f64"] = folder / "f64.py"
+    scripts["f64"].write_text(render(programs["f64"], dtype="float64"))
     results = {}
-    for name, proc in procs.items():
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+    for name, (code, out, err) in zip(scripts, run_scripts(list(scripts.values()))):
+        assert code == 0, (name, err)
         results[name] = (programs[name], [json.loads(line) for line in out.splitlines()])
     return results
 
@@ -165,10 +226,7 @@ def test_render_refuses_what_torch_lacks():
         render(program)
 
 
-def test_render_in_float64_matches_the_float64_interpreter(tmp_path):
-    program = materialize(parse("a = param(3)\nb = exp(a) / 3.0\nobserve(b)\n", where="t"), 1)
-    script = tmp_path / "f64.py"
-    script.write_text(render(program, dtype="float64"))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
-    printed = json.loads(out.stdout)
-    assert printed["values"] == torch_interp.run(program, dtype=torch.float64)["observations"][0]["values"]
+def test_render_in_float64_matches_the_float64_interpreter(outputs):
+    program, printed = outputs["f64"]
+    (observation,) = printed
+    assert observation["values"] == torch_interp.run(program, dtype=torch.float64)["observations"][0]["values"]

@@ -29,6 +29,7 @@ import zlib
 from html import unescape
 from pathlib import Path
 
+import numpy as np
 import pytest
 from report_fixtures import SAMPLE_1, SAMPLE_2, load, on_aarch64, report, save, with_case_info
 from tools import require_tool
@@ -89,8 +90,9 @@ def chromium() -> str:
     return require_tool("chromium", "to render the report in a headless browser")
 
 
-def read_png(data: bytes) -> tuple[int, int, list[bytes], int]:
-    """Width, height, rows of pixels, bytes per pixel (8-bit RGB or RGBA, not interlaced)."""
+def png_scanlines(data: bytes) -> tuple[int, int, int, bytes]:
+    """Width, height, bytes per pixel and the filtered scanlines (8-bit RGB or RGBA, not
+    interlaced), every one there and of a filter PNG defines: all but the unfiltering."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, compressed = 8, b""
     while pos < len(data):
@@ -103,39 +105,62 @@ def read_png(data: bytes) -> tuple[int, int, list[bytes], int]:
         elif kind == b"IDAT":
             compressed += body
     bpp = 3 if color == 2 else 4
-    raw, stride = zlib.decompress(compressed), width * bpp
-    rows, prev, i = [], bytearray(stride), 0
-    for _ in range(height):
-        kind, line = raw[i], bytearray(raw[i + 1 : i + 1 + stride])
-        i += 1 + stride
-        for x in range(stride):
-            a = line[x - bpp] if x >= bpp else 0
-            b = prev[x]
-            c = prev[x - bpp] if x >= bpp else 0
-            if kind == 1:
-                line[x] = (line[x] + a) & 255
-            elif kind == 2:
-                line[x] = (line[x] + b) & 255
-            elif kind == 3:
-                line[x] = (line[x] + (a + b) // 2) & 255
-            elif kind == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        prev = line
-    return width, height, rows, bpp
+    raw = zlib.decompress(compressed)
+    assert len(raw) == height * (1 + width * bpp), (len(raw), width, height, bpp)
+    assert max(raw[:: 1 + width * bpp], default=0) <= 4, "a scanline of an unknown filter"
+    return width, height, bpp, raw
 
 
-def coloured_pixels(rows: list[bytes], bpp: int, box: dict) -> int:
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height of a whole, decodable PNG (`png_scanlines`)."""
+    width, height, _, _ = png_scanlines(data)
+    return width, height
+
+
+def read_png(data: bytes) -> tuple[int, int, np.ndarray]:
+    """Width, height and the pixels, an array of height x width x bytes per pixel."""
+    width, height, bpp, raw = png_scanlines(data)
+    stride = width * bpp
+    lines = np.frombuffer(raw, np.uint8).reshape(height, 1 + stride)
+    pixels = np.zeros((height, stride), np.uint8)
+    prev = pixels[0].copy()  # the line above the first: zeros
+    for y in range(height):
+        kind, line = lines[y, 0], lines[y, 1:]
+        if kind == 0:
+            pixels[y] = line
+        elif kind == 1:  # Sub: each byte plus the one a pixel to its left, a running sum
+            pixels[y] = np.cumsum(line.reshape(width, bpp), axis=0, dtype=np.uint8).reshape(stride)
+        elif kind == 2:  # Up
+            pixels[y] = line + prev
+        else:  # Average and Paeth depend on the byte just unfiltered on their left: one at a time
+            out, b_row = bytearray(line.tobytes()), prev.tobytes()
+            for x in range(stride):
+                a = out[x - bpp] if x >= bpp else 0
+                b = b_row[x]
+                if kind == 3:
+                    out[x] = (out[x] + (a + b) // 2) & 255
+                    continue
+                c = b_row[x - bpp] if x >= bpp else 0
+                if b == c:  # pa = 0: the predictor is a
+                    out[x] = (out[x] + a) & 255
+                    continue
+                if a == c:  # pb = 0 < pa: b
+                    out[x] = (out[x] + b) & 255
+                    continue
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                out[x] = (out[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+            pixels[y] = np.frombuffer(bytes(out), np.uint8)
+        prev = pixels[y]
+    return width, height, pixels.reshape(height, width, bpp)
+
+
+def coloured_pixels(pixels: np.ndarray, box: dict) -> int:
     """Pixels inside `box` that are clearly coloured (not white, grey or black text)."""
-    count = 0
-    for y in range(int(box["y"]) + 2, int(box["y"] + box["h"]) - 2):
-        row = rows[y]
-        for x in range(int(box["x"]) + 2, int(box["x"] + box["w"]) - 2):
-            r, g, b = row[x * bpp : x * bpp + 3]
-            count += max(r, g, b) - min(r, g, b) > 60
-    return count
+    y0, y1 = int(box["y"]) + 2, int(box["y"] + box["h"]) - 2
+    x0, x1 = int(box["x"]) + 2, int(box["x"] + box["w"]) - 2
+    assert 0 <= y0 and y1 <= pixels.shape[0] and 0 <= x0 and x1 <= pixels.shape[1], (box, pixels.shape)
+    rgb = pixels[y0:y1, x0:x1, :3].astype(np.int16)
+    return int(np.count_nonzero(rgb.max(axis=2) - rgb.min(axis=2) > 60))
 
 
 def opened(tmp: Path, page: Path) -> Path:
@@ -229,8 +254,7 @@ def test_the_difference_cards_are_on_the_first_screen(page):
         assert cards[0]["y"] < height * 0.4, (name, cards[0])  # the card starts high on the first screen
         assert layouts[name]["viewport"] == width, name
         assert layouts[name]["width"] <= width, (name, layouts[name]["width"])  # no sideways scrolling
-        w, h, _, _ = read_png(shots[name].read_bytes())
-        assert (w, h) == (width, height)
+        assert png_size(shots[name].read_bytes()) == (width, height)
     # at desktop width the whole card (text, evidence, fix, versions) fits the first screen
     card = layouts["desktop"]["cards"][0]
     assert card["y"] + card["h"] <= DESKTOP[1], card
@@ -270,15 +294,15 @@ def test_every_plot_and_series_is_laid_out_by_chromium(page):
 def test_the_screenshot_shows_every_plot(page):
     _, layouts, shots = page
     layout = layouts["desktop"]
-    width, height, rows, bpp = read_png(shots["desktop-full"].read_bytes())
+    width, height, pixels = read_png(shots["desktop-full"].read_bytes())
     assert width == DESKTOP[0] and height == layout["height"]
     for plot in layout["plots"]:
         assert plot["area"]["y"] + plot["area"]["h"] <= height
         assert plot["series"], plot["id"]
-        inside = coloured_pixels(rows, bpp, plot["area"])
+        inside = coloured_pixels(pixels, plot["area"])
         assert inside > 300, (plot["id"], inside)  # coloured line pixels drawn in the plot area
-    # and the page as a whole is not blank
-    colours = {row[x : x + 3] for row in rows[::25] for x in range(0, width * bpp, bpp * 7)}
+    # and the page as a whole is not blank: the colours of every 7th pixel of every 25th row
+    colours = np.unique(pixels[::25, ::7, :3].reshape(-1, 3), axis=0)
     assert len(colours) > 50
 
 
@@ -314,33 +338,38 @@ def test_the_page_renders_quickly(page):
         assert layout["wall_s"] < 5 * base["wall_s"], seen
 
 
-def test_the_command_takes_screenshots_at_both_widths(tmp_path):
+@pytest.fixture(scope="module")
+def command(tmp_path_factory):
+    """One `report --screenshots` run of two results files, a real one (sample 2) and one with a
+    model case (the hand-made one of test_report_curves), into a folder already holding a curves
+    shot of a case the page does not have: its exit code and its folder of screenshots."""
+    from test_report_curves import model_results
+
+    tmp = tmp_path_factory.mktemp("command")
     chromium()
-    out = tmp_path / "out"
-    assert report("--from-results", SAMPLE_2, "--out", out, "--upgrades", "--screenshots") == 0
-    sizes = {}
-    for name in ("desktop", "phone", "desktop-full"):
-        width, height, _, _ = read_png((out / browser.SHOTS / f"{name}.png").read_bytes())
-        sizes[name] = (width, height)
+    out = tmp / "out"
+    stale = out / browser.SHOTS / "curves-gone-desktop.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"an old shot")
+    models = save(tmp / "models.json", model_results())
+    code = report("--from-results", SAMPLE_2, models, "--out", out, "--upgrades", "--screenshots")
+    return code, out / browser.SHOTS
+
+
+def test_the_command_takes_screenshots_at_both_widths(command):
+    code, shots = command
+    assert code == 0
+    sizes = {name: png_size((shots / f"{name}.png").read_bytes()) for name in ("desktop", "phone", "desktop-full")}
     assert sizes["desktop"] == DESKTOP and sizes["phone"] == PHONE
     assert sizes["desktop-full"][0] == DESKTOP[0] and sizes["desktop-full"][1] > 3 * DESKTOP[1]
 
 
-def test_each_models_training_curves_are_photographed_at_both_widths(tmp_path):
-    """A results file with a model case (the hand-made one of test_report_curves): its curves
-    block at desktop and phone widths, from the block's top; a curves shot of a case the page no
-    longer has is removed."""
-    from test_report_curves import model_results
-
-    chromium()
-    out = tmp_path / "out"
-    stale = out / browser.SHOTS / "curves-gone-desktop.png"
-    stale.parent.mkdir(parents=True)
-    stale.write_bytes(b"an old shot")
-    results = save(tmp_path / "models.json", model_results())
-    assert report("--from-results", results, "--out", out, "--upgrades", "--screenshots") in (0, 1)
-    shots = out / browser.SHOTS
-    assert not stale.exists()
+def test_each_models_training_curves_are_photographed_at_both_widths(command):
+    """A results file with a model case (`command`): its curves block at desktop and phone
+    widths, from the block's top; a curves shot of a case the page no longer has is removed."""
+    code, shots = command
+    assert code in (0, 1)
+    assert not (shots / "curves-gone-desktop.png").exists()
     for name, (width, _height) in (("desktop", DESKTOP), ("phone", PHONE)):
         data = (shots / f"curves-model_toy-{name}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", name

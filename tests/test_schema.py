@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 from report_fixtures import DATA, SAMPLE_1, SAMPLE_2, report, shifted
 
+from runner import cli
 from runner.model.results import SCHEMA_VERSION, json_schema
-from runner.paths import PROJECT_ROOT, SCHEMAS_DIR
+from runner.paths import SCHEMAS_DIR
 from runner.results import dump, load_results
 
 SCHEMA = SCHEMAS_DIR / "results.schema.json"
@@ -33,31 +32,13 @@ def test_the_committed_schema_is_the_generated_one():
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real results file: `check` on a small slice of p10 (real torch, real probe)."""
+    """A real results file: `check` on a small slice of p10 (real torch, real probe). The
+    command runs in this process (`cli.main`, as `python3 -m runner` does; its runs are worker
+    processes all the same): a second process would import the runner again for nothing."""
     out = tmp_path_factory.mktemp("fresh") / "results.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "runner",
-            "check",
-            "p10_ema",
-            "--steps",
-            "400",
-            "-q",
-            "--mode",
-            "detach",
-            "--mode",
-            "target",
-            "--json",
-            str(out),
-        ],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.exists(), done.stderr
+    argv = ["check", "p10_ema", "--steps", "400", "-q", "--mode", "detach", "--mode", "target", "--json", str(out)]
+    code = cli.main(argv)
+    assert out.exists(), f"check exited {code} without writing {out} (its output is above)"
     return out
 
 

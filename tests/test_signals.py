@@ -14,14 +14,16 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
 import pytest
-from fake_runs import ROOT, case_file, environment, gone, start, wait_for_pids
+from fake_runs import ROOT, case_file, environment, gone, start, wait_for_pids, worker_script
 from report_fixtures import SAMPLE_1, report, snapshot
 
 from runner.errors import Interrupted
+from runner.execute import RunRequest, execute
 from runner.signals import deferred, stop_on_signals
 
 SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
@@ -174,17 +176,20 @@ def test_a_signal_to_upgrade_check_keeps_each_sides_completed_runs(tmp_path, sig
     assert not (tmp_path / "up").exists()
 
 
-def test_a_killed_runner_takes_its_worker_along_and_the_next_run_sweeps_its_folder(tmp_path):
-    quick, slow = two_cases(tmp_path)
+def test_a_killed_runner_takes_its_worker_along_and_the_next_run_sweeps_its_folder(tmp_path, monkeypatch):
+    _, slow = two_cases(tmp_path)
     proc = start(tmp_path, "check", str(slow), "-q")
     (pid,) = wait_for_pids(tmp_path, 1)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert gone(pid), "the worker outlived its killed parent"
     assert len(list((tmp_path / "tmp").glob("runner-*"))) == 1  # SIGKILL leaves no time to clean up
-    again = start(tmp_path, "check", str(quick), "-q")
-    again.communicate(timeout=60)
-    assert again.returncode == 0
+    # The next run, in this process (every command's runs go through `execute`, which sweeps the
+    # temporary folder, TMPDIR's for the command: here tempfile's own), of the stand-in worker.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    quick = RunRequest("quick", "p10", "burn", "without", {"steps": 3}, 60)
+    record = execute(quick, worker=[sys.executable, str(worker_script(tmp_path))])
+    assert record.outcome == "ok", record
     assert list((tmp_path / "tmp").glob("runner-*")) == []
 
 

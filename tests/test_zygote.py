@@ -7,7 +7,8 @@ zygote leave no process behind and lose no run.
 A crash, a hang and a slow run come from the real torch program adapter under a
 `sitecustomize` (`HOOK`) on the workers' PYTHONPATH: in every interpreter of that environment
 (the zygote, a fresh worker) it logs its start and wraps the adapter's `run`, which logs its
-pid, parent and the test under way, and crashes, hangs or sleeps by the run's mode."""
+pid, parent and the test under way, and crashes, hangs or sleeps by the run's mode (`slow`: a
+forked run sleeps a minute, one in a fresh worker not at all)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,7 +43,8 @@ def _say(line):
 
 
 if _log:
-    _say(f"start {os.getpid()}")
+    _start = os.getpid()  # a forked run's pid is not its interpreter's (the zygote's)
+    _say(f"start {_start}")
     import signal, time
     import runner.adapters.torch_program as _adapter
 
@@ -55,8 +58,8 @@ if _log:
             os.kill(os.getpid(), signal.SIGSEGV)
         if mode == "hang":
             time.sleep(600)
-        if mode == "slow":
-            time.sleep(1.5)
+        if mode == "slow" and os.getpid() != _start:
+            time.sleep(60)  # forked: it is to die with its zygote; run again fresh, it does not wait
         return _run("main", params, progress)
 
     _adapter.run = run
@@ -164,26 +167,33 @@ def test_a_forked_crash_is_the_fresh_ones(hooked):
 
 def test_a_forked_hang_is_a_timeout_and_its_process_is_gone(hooked):
     execute(hooked.request("warm"))  # the zygote started: its import is not part of the timeout
-    forked, fresh = (execute(hooked.request("hang", timed=t, timeout_s=2.5)) for t in (False, True))
+    before = len(hooked.runs("hang"))
+    # side by side: each waits out its own timeout (the fresh one imports torch meanwhile)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        forked, fresh = pool.map(lambda t: execute(hooked.request("hang", timed=t, timeout_s=2.5)), (False, True))
     for run in (forked, fresh):
         assert run.outcome == "timeout" and run.timeout_s == 2.5
-    assert all(not alive(pid) for pid, _parent in hooked.runs("hang"))
+    hung = hooked.runs("hang")[before:]
+    assert any(parent != os.getpid() for _pid, parent in hung), hung  # the forked one was in its hang
+    assert all(not alive(pid) for pid, _parent in hung)
 
 
 @pytest.mark.slow
 def test_a_forked_run_too_large_for_its_limit_is_oom(tmp_path):
-    """The case of `test_memory`'s torch run: 8192x8192 weights, capped at 4 GiB."""
+    """The size of `test_memory`'s runs, 16384x16384 weights (1 GiB), capped at 3840 MiB: torch's
+    ~3 GiB of address space fits under the cap, forked or fresh, and the weights do not (with
+    hundreds of MiB of margin each way): their allocation, before any computation, fails."""
     path = tmp_path / "big.toml"
     path.write_text(
-        'kind = "p10"\n[params]\nd_in = 8192\nd_out = 8192\nbatch = 4096\nsteps = 2000\n'
-        '[execution]\ntimeout_s = 300\nmemory_mib = 4096\n[[runs]]\nframework = "torch"\nmode = "ema-only"\n'
+        'kind = "p10"\n[params]\nd_in = 16384\nd_out = 16384\nbatch = 4096\nsteps = 2000\n'
+        '[execution]\ntimeout_s = 300\nmemory_mib = 3840\n[[runs]]\nframework = "torch"\nmode = "ema-only"\n'
     )
     case = load_case(path)
     forked, fresh = (
         execute(request_for(case, "torch", "ema-only", {}, noise.Controls(), timed=t)) for t in (False, True)
     )
     for run in (forked, fresh):
-        assert run.outcome == "oom" and run.oom is not None and run.oom.limit_mib == 4096
+        assert run.outcome == "oom" and run.oom is not None and run.oom.limit_mib == 3840
         assert "can't allocate memory" in run.oom.detail
         assert run.checkpoints == []
 
@@ -264,17 +274,23 @@ def test_a_zygote_that_dies_under_a_run_leaves_it_to_a_fresh_worker(hooked):
     assert parent == os.getpid() and again_pid != pid  # run again, fresh
     assert gone(pid) and gone(zygote)
     assert execute(hooked.request("quick")).outcome == "ok"  # and the next run has a zygote again
+    _pid, parent = hooked.runs("quick")[-1]
+    assert parent not in (os.getpid(), zygote), (parent, zygote)
 
 
 def test_a_zygote_that_cannot_start_leaves_the_runs_to_fresh_workers(hooked, monkeypatch):
-    monkeypatch.setattr(workers, "ZYGOTE_COMMAND", (sys.executable, "-c", "import sys; sys.exit(3)"))
+    # -S: without `HOOK` (which imports torch), the zygote's command fails at once
+    monkeypatch.setattr(workers, "ZYGOTE_COMMAND", (sys.executable, "-S", "-c", "import sys; sys.exit(3)"))
     # an environment of its own: the zygote of no other test is the one that fails
     request = RunRequest(
         "hooked", "program", "torch", "nozygote", hooked.params, 120, {**hooked.env, "NO_ZYGOTE": "1"}, timed=False
     )
+    zygotes, starts = workers.zygote_starts(), len(hooked.lines("start"))
     records = [execute(request) for _ in range(2)]
     assert [r.outcome for r in records] == ["ok", "ok"]
     assert {parent for _pid, parent in hooked.runs("nozygote")} == {os.getpid()}, "fresh workers"
+    assert workers.zygote_starts() == zygotes + 1, "one zygote tried, and not again for the second run"
+    assert len(hooked.lines("start")) == starts + 2, "two fresh workers' interpreters, no zygote's"
 
 
 # ---- the command line: a stop signal, a killed runner --------------------------------------
