@@ -178,6 +178,13 @@ KNOWN_PROGRAMS = {
     "opt = rmsprop(lr=0.1, eps=1e-08, weight_decay=0.01, momentum=0.9, centered=True, clip_grad_value=1.0)\n"
     "for i in range(10):\n    zero_grad(opt)\n    w0 = p0 * g0\n    s0 = sum(w0)\n    backward(s0)\n    step(opt)\n"
     "observe(p0)",
+    # found by the campaign of seed 20261214 against 0.23.0-pre.1 (`values:rmsprop.weight_decay,momentum`):
+    # non-centered RMSprop without clipping, the gradient 2^-6 and the decay 0.01 x -1.5624996 cancel
+    "decay-cancels-the-gradient/rmsprop": "p0 = param(4, values=[-1.5624996423721313, -1.5625001192092896, "
+    "-1.562495470046997, -1.5602519512176514])\ng0 = input(4, values=[0.015625, 0.015625, 0.015625, 0.015625])\n"
+    "opt = rmsprop(lr=0.01, alpha=0.99, eps=1e-08, weight_decay=0.01, momentum=0.5, centered=False)\n"
+    "for i in range(10):\n    zero_grad(opt)\n    w0 = p0 * g0\n    s0 = sum(w0)\n    backward(s0)\n    step(opt)\n"
+    "observe(p0)",
     # found by the campaign of seed 20261213 against 0.22.1 (`values:adam`): burn's squared gradient
     # is infinite above 1.84e19 and its param never moves
     "adam-second-moment-overflows": "p0 = param(1, 1, values=[-6.0])\ng0 = input(1, 1, values=[-2.0e19])\n"
