@@ -137,7 +137,7 @@ def samples_changed(
         return WindowChange(None, n, floor=floor)
     mb, ma = statistics.median(before), statistics.median(after)
     factor = ma / mb if mb > 0 else math.inf
-    p_value = float(metrics.statistics_module().mannwhitneyu(before, after, alternative="two-sided").pvalue)
+    p_value = float(metrics.scipy_stats().mannwhitneyu(before, after, alternative="two-sided").pvalue)
     changed = p_value < alpha and _beyond(factor, floor)
     return WindowChange(bool(changed), n, p_value, factor, mb, ma, floor=floor)
 

@@ -27,7 +27,7 @@ from . import noise, results
 from .errors import Infrastructure, Interrupted
 from .execute import CountRequest, RunRequest, execute
 from .frameworks import adapter_for
-from .metrics import measured, statistics_module
+from .metrics import measured, scipy_stats
 from .model.case import Case, ProgramCase, RunSpec, claims_timing
 from .model.results import Conditions, RawRun, ResultsDocument, RunRecord, Skipped, Verdict
 from .verdicts import pair_verdicts, run_verdicts
@@ -303,7 +303,7 @@ def check(
 
     Interrupted (a signal), it raises `Interrupted` carrying the document of
     the runs completed so far, marked partial."""
-    statistics_module()  # imported now, not when the first run completes (a signal may follow it)
+    scipy_stats()  # imported now, not when the first run completes (a signal may follow it)
     started = results.now()
     machine = results.machine_state()
     measurement = results.Measurement(start=machine, controls=str(controls), repeat=repeat)

@@ -46,7 +46,7 @@ def window(step_ms: list[float], first: int, last: int) -> list[float] | None:
     return step_ms[first - 1 : last]
 
 
-def statistics_module() -> Any:
+def scipy_stats() -> Any:
     """scipy.stats, imported on first use rather than with this module: a second of the start of
     every command, where only `check` (and what runs it) fits slopes. `check` asks for it before
     its first run (`engine.check`), so that the first completed run is judged at once."""
@@ -66,7 +66,7 @@ def _theil_sen(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any]) -> tuple[float,
     if len(x) > MAX_SLOPE_POINTS:
         keep = np.linspace(0, len(x) - 1, MAX_SLOPE_POINTS).astype(int)
         x, y = x[keep], y[keep]
-    slope, _intercept, low, high = statistics_module().theilslopes(y, x, alpha=0.95)
+    slope, _intercept, low, high = scipy_stats().theilslopes(y, x, alpha=0.95)
     return float(slope), float(low), float(high)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from runner import noise
+from runner import noise, workers
 from runner.program import torch_interp
 from runner.program.data import materialize
 from runner.program.ir import Settings, same_values
@@ -103,19 +102,18 @@ observe(lin.weight)
 }
 
 
-# Runs scripts as `python3 SCRIPT` would, but with torch imported once: a process imports torch
-# (and torch._dynamo, which an optimizer's first step imports: seconds more) and runs no torch op,
-# as runner.zygote does (no thread pool, nothing a fork could break; one thread everywhere,
-# `noise.THREAD_VARS`, or numpy's OpenBLAS starts one at import). It then forks a child per script
-# that runs it as __main__ in a namespace of its own (the script's own `import torch` finds the
-# module loaded), its stdout and stderr in SCRIPT.out and SCRIPT.err; where the imports left a
-# thread behind all the same, each child execs `python3 SCRIPT` instead. Prints each script's exit
-# code (a fresh interpreter's: 1 and the traceback for an exception that escapes it).
+# Runs scripts as `python3 SCRIPT` would, but with torch imported once: a process prepares as
+# runner.zygote does (`zygote.prepare`: torch and what torch imports on first use, no torch op run,
+# so no thread pool and nothing a fork could break; one thread everywhere, `noise.THREAD_VARS`, or
+# numpy's OpenBLAS starts one at import). It then forks a child per script that runs it as
+# __main__ in a namespace of its own (the script's own `import torch` finds the module loaded),
+# its stdout and stderr in SCRIPT.out and SCRIPT.err; where the zygote would refuse to fork (a
+# thread left behind), each child execs `python3 SCRIPT` instead. Prints each script's exit code
+# (a fresh interpreter's: 1 and the traceback for an exception that escapes it).
 RUN_FORKED = """\
 import os, runpy, sys, traceback
-import torch
-import torch._dynamo
-fork_safe = len(os.listdir("/proc/self/task")) == 1
+from runner import zygote
+fork_safe = zygote.prepare() is None
 children = {}
 for script in sys.argv[1:]:
     pid = os.fork()
@@ -146,7 +144,7 @@ for pid, script in children.items():
 
 def run_scripts(scripts: list[Path]) -> list[tuple[int, str, str]]:
     """Each script's exit code, stdout and stderr, the scripts run side by side (`RUN_FORKED`)."""
-    env = {**os.environ, **dict.fromkeys(noise.THREAD_VARS, "1")}
+    env = {**workers.environment(noise.Controls()), **dict.fromkeys(noise.THREAD_VARS, "1")}
     done = subprocess.run(
         [sys.executable, "-c", RUN_FORKED, *map(str, scripts)], capture_output=True, text=True, timeout=120, env=env
     )

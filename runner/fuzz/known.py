@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import cast
 
+from ..contract.limits import FLOAT32_MAX
 from ..contract.ops import MODULES, OMITTED, OPS, AttrSpec, AttrValue
 from ..program.ir import ParsedProgram, Stmt, walk
 from .judge import Divergence
@@ -459,11 +460,16 @@ def _decay_cancels_the_gradient(d: Divergence, program: Program) -> bool:
     )
 
 
+def _literal_values(program: Program) -> dict[str, list[float]]:
+    """The declared tensors that hold their values (a replay's recorded inputs), by name."""
+    return {t.name: t.values for t in program.tensors if t.values is not None}
+
+
 def _recorded_steps(program: Program, optimizer: Stmt, label: str | None) -> Iterator[tuple[float, float]]:
     """Each (param value, gradient) of a step replay (`sum(p * g)`: g is the param's recorded
     gradient), the gradient clipped by value as the optimizer clips it."""
     clip = optimizer.attrs.get("clip_grad_value")
-    values = {t.name: t.values for t in program.tensors if t.values is not None}
+    values = _literal_values(program)
     for s in _stmts(program):
         if s.op != "mul" or len(s.args) != 2 or label not in (s.args[0], None):
             continue
@@ -474,7 +480,7 @@ def _recorded_steps(program: Program, optimizer: Stmt, label: str | None) -> Ite
             yield p, g if clip is None else max(-cast(float, clip), min(cast(float, clip), g))
 
 
-SQUARE_OVERFLOWS = math.sqrt(3.4028234663852886e38)  # above it a float32's square is infinite
+SQUARE_OVERFLOWS = math.sqrt(FLOAT32_MAX)  # above it a float32's square is infinite
 
 
 def _adam_second_moment_overflows(d: Divergence, program: Program) -> bool:
@@ -507,7 +513,7 @@ def _sum_order_where_terms_cancel(d: Divergence, program: Program) -> bool:
     if d.cls != "values":
         return False
     stmts = _stmts(program)
-    values = {t.name: t.values for t in program.tensors if t.values is not None}
+    values = _literal_values(program)
     a, b = d.detail.get("a"), d.detail.get("b")
     if not (isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 1):
         return False
