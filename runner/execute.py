@@ -277,8 +277,7 @@ def execute(
                             [str(spec_path), str(result_path)],
                             memory_mib=request.memory_mib,
                             env=env,
-                            output=stderr.fileno(),
-                            progress=write_fd,
+                            fds=(stderr.fileno(), write_fd),
                         )
                     else:
                         proc = workers.start(
@@ -393,10 +392,11 @@ class CountRequest:
 
 def count_flop(request: CountRequest, worker: list[str] | None = None) -> dict[str, int]:
     """Key -> FLOPs of one iteration of that program's timed loop, counted by torch in one
-    worker process (`runner.worker`'s `count_flop` task), capped and reaped as a run's worker
-    is. A program without a count (no timed loop, torch fails in it) is left out; so is every
-    program when the worker crashes, times out or reaches its memory limit: a count is never
-    a reason for a check to fail."""
+    worker process (`runner.worker`'s `count_flop` task), forked from the zygote as a semantic
+    run is (nothing is timed; a fresh one when no zygote can fork it), capped and reaped as a
+    run's worker is. A program without a count (no timed loop, torch fails in it) is left out;
+    so is every program when the worker crashes, times out or reaches its memory limit: a count
+    is never a reason for a check to fail."""
     if not request.recipes:
         return {}
     command = _worker_command(worker)
@@ -410,18 +410,26 @@ def count_flop(request: CountRequest, worker: list[str] | None = None) -> dict[s
             "memory_mib": request.memory_mib,
         }
         spec_path.write_text(json.dumps(spec))
+        env = workers.environment(request.controls, request.env)
         with open(os.devnull, "wb") as sink:
+            proc: subprocess.Popen[bytes] | workers.Forked | None = None
             try:
-                proc = workers.start(
-                    [*command, str(spec_path), str(result_path), str(sink.fileno())],
-                    memory_mib=request.memory_mib,
-                    env=workers.environment(request.controls, request.env),
-                    stdin=subprocess.DEVNULL,
-                    stdout=sink,
-                    stderr=sink,
-                    pass_fds=(sink.fileno(),),
-                )
-            except (OSError, subprocess.SubprocessError):
+                if command == _default_worker():
+                    args = [str(spec_path), str(result_path)]
+                    proc = workers.fork(
+                        args, memory_mib=request.memory_mib, env=env, fds=(sink.fileno(), sink.fileno())
+                    )
+                if proc is None:
+                    proc = workers.start(
+                        [*command, str(spec_path), str(result_path), str(sink.fileno())],
+                        memory_mib=request.memory_mib,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=sink,
+                        stderr=sink,
+                        pass_fds=(sink.fileno(),),
+                    )
+            except (OSError, subprocess.SubprocessError, workers.Stopped):
                 return {}
             try:
                 ended = _wait(proc, request.timeout_s)

@@ -13,19 +13,22 @@
 
 `stop` kills the group of a worker that is still running and reaps it.
 
-Torch's semantic runs are forked instead (`fork`): a zygote (`runner.zygote`, one per runner
-process and worker environment, started lazily at the first such run and kept for the
-process's life) has imported torch and the torch adapters and run no torch op; for each run it
-forks a child that does what `limits.child_setup` does (own session, RLIMIT_AS, killed with
-the zygote) and runs `runner.worker.main`. A run then starts in tens of milliseconds instead of
-the seconds torch's import takes, and still has a process of its own: its own RSS, memory
-cap, process group and timeout, a crash costs only that run, nothing outlives it. The
-protocol, over a Unix SOCK_SEQPACKET socket pair, one JSON object per message:
+Torch's semantic runs, its FLOP counts and the program pool's torch workers are forked instead
+(`fork`): a zygote (`runner.zygote`, one per runner process and worker environment, started
+lazily at the first such run and kept for the process's life) has imported torch and the torch
+adapters and run no torch op; for each run it forks a child that does what
+`limits.child_setup` does (own session, RLIMIT_AS, killed with the zygote) and runs the
+worker's `main` (`FORK_ENTRIES`). A run then starts in tens of milliseconds instead of the
+seconds torch's import takes, and still has a process of its own: its own RSS, memory cap,
+process group and timeout, a crash costs only that run, nothing outlives it. The protocol,
+over a Unix SOCK_SEQPACKET socket pair, one JSON object per message:
 
-- runner -> zygote: `spawn` (`id`, the worker's `args` without PROGRESS_FD, `memory_mib`, the
-  environment's difference from the zygote's `setenv`/`unsetenv`) with two descriptors, the
-  run's stdout/stderr and its progress pipe; `kill` (`pid`): kill that child's group, if it
-  is an unreaped child of the zygote (so its pid cannot have been reused).
+- runner -> zygote: `spawn` (`id`, the `entry`, the worker's `args` (a run's without
+  PROGRESS_FD), `memory_mib`, the environment's difference from the zygote's
+  `setenv`/`unsetenv`) with the entry's descriptors: `run`, `runner.worker` with the run's
+  stdout/stderr and its progress pipe; `serve`, `runner.pool_worker` with its stdin, stdout
+  and stderr; `kill` (`pid`): kill that child's group, if it is an unreaped child of the
+  zygote (so its pid cannot have been reused).
 - zygote -> runner: `ready` once torch is imported; `started` (`id`, `pid`) with a pidfd of
   the child, or `refused` (`id`, `why`); `ended` (`pid`, wait `status`, `maxrss_kib`) once it
   has killed the child's group and reaped it.
@@ -166,6 +169,9 @@ MAX_DEATHS = 3
 # Nothing reads them at start-up (pytest names the test under way in the first).
 VOLATILE_ENV = ("PYTEST_CURRENT_TEST",)
 
+# What a zygote's child may run: the entry's name -> how many descriptors its spawn carries.
+FORK_ENTRIES = {"run": 2, "serve": 3}
+
 _EnvKey = tuple[tuple[str, str], ...]
 
 
@@ -212,6 +218,17 @@ class Forked:
     def wait_ended(self, timeout: float | None) -> bool:
         """Whether the zygote has said how the run ended (or gone away), waiting up to `timeout`."""
         return self._ended.wait(timeout)
+
+    def poll(self) -> int | None:
+        """`Popen.poll`: the return code once the run has ended, else None."""
+        return self.returncode if self._ended.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int:
+        """`Popen.wait`: the return code, or `subprocess.TimeoutExpired` after `timeout`."""
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired(f"forked worker {self.pid}", timeout or 0.0)
+        assert self.returncode is not None
+        return self.returncode
 
     def running(self) -> bool:
         """Whether the child has not ended yet (its pidfd not readable): a /proc reading made just
@@ -295,11 +312,10 @@ class _Zygote:
             return bool(self._spawns or self._runs)
 
     def spawn(
-        self, args: Sequence[str], memory_mib: int | None, env: Mapping[str, str], fds: Sequence[int]
+        self, entry: str, args: Sequence[str], memory_mib: int | None, env: Mapping[str, str], fds: Sequence[int]
     ) -> Forked | None:
-        """Fork a run: the child runs `runner.worker.main([*args, PROGRESS_FD])` with `fds` (its
-        stdout/stderr, its progress pipe) and `env` as its environment. None: the zygote cannot
-        (gone, refused); `Stopped`: killed by `kill_running`."""
+        """Fork a run of `entry` (`FORK_ENTRIES`) with `fds` and `env` as its environment. None:
+        the zygote cannot (gone, refused); `Stopped`: killed by `kill_running`."""
         waiter = _Spawn()
         with self._lock:
             if self.gone:
@@ -312,6 +328,7 @@ class _Zygote:
         message = {
             "op": "spawn",
             "id": request,
+            "entry": entry,
             "args": list(args),
             "memory_mib": memory_mib,
             "setenv": {k: v for k, v in env.items() if self.env.get(k) != v},
@@ -509,13 +526,18 @@ def _forget_zygote(zygote: _Zygote) -> None:
 
 
 def fork(
-    args: Sequence[str], *, memory_mib: int | None, env: Mapping[str, str], output: int, progress: int
+    args: Sequence[str], *, memory_mib: int | None, env: Mapping[str, str], fds: Sequence[int], entry: str = "run"
 ) -> Forked | None:
-    """Fork a run of `runner.worker` (`args`: SPEC RESULT; the child's PROGRESS_FD is appended)
-    from the zygote of `env` (started now if there is none), with `output` as its stdout and
-    stderr and `progress` as its progress pipe. None: no zygote can do it (it could not be
-    started, or it died): the caller starts a fresh worker instead. Raises `Stopped` when
-    `kill_running` killed the zygote meanwhile (a stop signal: nothing is to start)."""
+    """Fork a worker from the zygote of `env` (started now if there is none): `run` (the
+    default), a run of `runner.worker` (`args`: SPEC RESULT; the child's PROGRESS_FD is
+    appended) with `fds` its stdout and stderr and its progress pipe; `serve`, the program pool's
+    `runner.pool_worker` (`args`: the framework) with `fds` its stdin, stdout and stderr. The
+    caller keeps its own copies of `fds` (and closes them). None: no zygote can do it (it
+    could not be started, or it died): the caller starts a fresh worker instead. Raises
+    `Stopped` when `kill_running` killed the zygote meanwhile (a stop signal: nothing is to
+    start)."""
+    if len(fds) != FORK_ENTRIES[entry]:
+        raise ValueError(f"a {entry!r} fork takes {FORK_ENTRIES[entry]} descriptors, not {len(fds)}")
     global _STARTS
     key = _env_key(env)
     with _ZYGOTES_LOCK:
@@ -534,7 +556,7 @@ def fork(
         raise Stopped
     if zygote.gone or not zygote.ready.is_set():
         return None
-    return zygote.spawn(args, memory_mib, env, (output, progress))
+    return zygote.spawn(entry, args, memory_mib, env, fds)
 
 
 def zygote_starts() -> int:

@@ -1,22 +1,24 @@
-"""The fork server ("zygote") of torch's semantic runs: `python3 -m runner.zygote SOCKET_FD`.
+"""The fork server ("zygote") of torch's semantic runs and pool workers: `python3 -m runner.zygote SOCKET_FD`.
 
 A torch worker spends seconds importing torch before a run that often takes a tenth of one.
 This process imports torch and the torch adapters once, runs no torch op (so no thread pool,
 no allocator state, nothing a fork could break), and then forks one child per run, on
 request, over the Unix socket SOCKET_FD (SOCK_SEQPACKET, the protocol in `runner.workers`).
-Each child is the run's worker process as a fresh one would be, started in tens of
-milliseconds instead:
+Each child is the run's worker process (or the program pool's long-lived torch worker) as a
+fresh one would be, started in tens of milliseconds instead:
 
 - it makes a session of its own (`setsid`: its group is what a kill of the run kills), caps
   its address space (RLIMIT_AS) and dies with the zygote (PR_SET_PDEATHSIG; if the zygote is
   already gone, it exits): `runner.limits.child_setup`, as a fresh worker does between fork
   and exec;
-- its stdout and stderr are the descriptor the request passed, its PROGRESS_FD the other one;
-  its environment the request's (the zygote's, which has the worker environment of
+- its environment is the request's (the zygote's, which has the worker environment of
   `runner.workers.environment` from its start, glibc's malloc settings included, with the
   request's difference applied);
-- it runs `runner.worker.main` and exits with what a fresh `python3 -m runner.worker` would
-  (0; 1 and the traceback on stderr for an exception that escapes it).
+- it runs the request's entry (`runner.workers.FORK_ENTRIES`) and exits with what a fresh
+  `python3 -m MODULE` would (0; 1 and the traceback on stderr for an exception that escapes it):
+  `run`, `runner.worker.main` with the first descriptor the request passed as its stdout and
+  stderr and the second as its PROGRESS_FD; `serve`, `runner.pool_worker.main` with the three
+  descriptors as its stdin, stdout and stderr.
 
 The zygote reaps its children, each through a pidfd: when one ends it kills the child's
 process group first (whatever the run started dies with it, and the group id cannot be reused
@@ -38,12 +40,12 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from . import limits, worker
+from . import limits, pool_worker, worker
 from .frameworks import ADAPTERS
-from .workers import receive
+from .workers import FORK_ENTRIES, receive
 
 # Imported by torch on first use, seconds each, so once here rather than in every forked run:
 # `torch._dynamo`, which the first optimizer a process makes imports (torch 2.15: 1.2 s of a
@@ -79,10 +81,10 @@ def _kill(pid: int) -> None:
             pass
 
 
-def _exit_code(argv: list[str]) -> int:
-    """`runner.worker.main(argv)`, ended as `sys.exit(main(argv))` ends a fresh interpreter."""
+def _exit_code(main: Callable[[list[str]], Any], argv: list[str]) -> int:
+    """`main(argv)`, ended as `sys.exit(main(argv))` ends a fresh interpreter."""
     try:
-        status: Any = worker.main(argv)
+        status: Any = main(argv)
     except SystemExit as exit_:
         status = exit_.code
     except BaseException:
@@ -94,6 +96,14 @@ def _exit_code(argv: list[str]) -> int:
         return status
     print(status, file=sys.stderr)
     return 1
+
+
+def _close(fds: Sequence[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _flush() -> None:
@@ -130,23 +140,26 @@ class Server:
 
     def request(self) -> bool:
         """One request served; False when the runner's end is closed."""
-        received = receive(self.sock, 2)
+        received = receive(self.sock, max(FORK_ENTRIES.values()))
         if received is None:
             return False
         message, fds = received
-        op = message.get("op")
-        if op == "spawn" and len(fds) == 2:
-            self.spawn(message, fds[0], fds[1])
+        op, entry = message.get("op"), message.get("entry", "run")
+        if op == "spawn" and entry in FORK_ENTRIES and len(fds) == FORK_ENTRIES[entry]:
+            self.spawn(message, entry, fds)
             return True
         for fd in fds:
             os.close(fd)
         if op == "spawn":
-            self.send({"op": "refused", "id": message.get("id"), "why": "expected two descriptors"})
+            wanted = (
+                f"{FORK_ENTRIES[entry]} descriptors" if entry in FORK_ENTRIES else f"an entry of {sorted(FORK_ENTRIES)}"
+            )
+            self.send({"op": "refused", "id": message.get("id"), "why": f"expected {wanted}"})
         elif op == "kill" and message.get("pid") in self.children:
             _kill(message["pid"])
         return True
 
-    def spawn(self, message: dict[str, Any], output: int, progress: int) -> None:
+    def spawn(self, message: dict[str, Any], entry: str, fds: list[int]) -> None:
         request = message.get("id")
         args, memory_mib = message.get("args"), message.get("memory_mib")
         setenv, unsetenv = message.get("setenv") or {}, message.get("unsetenv") or []
@@ -160,8 +173,7 @@ class Server:
             and all(isinstance(k, str) for k in unsetenv)
         )
         if not valid:
-            os.close(output)
-            os.close(progress)
+            _close(fds)
             self.send({"op": "refused", "id": request, "why": "not a spawn request"})
             return
         setup = limits.child_setup(memory_mib)
@@ -169,14 +181,12 @@ class Server:
         try:
             pid = os.fork()
         except OSError as err:
-            os.close(output)
-            os.close(progress)
+            _close(fds)
             self.send({"op": "refused", "id": request, "why": f"fork: {err}"})
             return
         if pid == 0:
-            self.child(setup, [*map(str, args or []), str(progress)], output, setenv, unsetenv)
-        os.close(output)
-        os.close(progress)
+            self.child(setup, entry, [*map(str, args or [])], fds, setenv, unsetenv)
+        _close(fds)
         try:
             pidfd = os.pidfd_open(pid)
         except OSError as err:
@@ -189,7 +199,9 @@ class Server:
         self.poller.register(pidfd, select.POLLIN)
         self.send({"op": "started", "id": request, "pid": pid}, [pidfd])
 
-    def child(self, setup: Any, argv: list[str], output: int, setenv: dict[str, str], unsetenv: list[str]) -> NoReturn:
+    def child(
+        self, setup: Any, entry: str, args: list[str], fds: list[int], setenv: dict[str, str], unsetenv: list[str]
+    ) -> NoReturn:
         """The run's process: what a fresh worker is between fork and exec, then the worker."""
         code = 1
         try:
@@ -198,14 +210,22 @@ class Server:
             self.sock.close()
             for pidfd in self.pids:
                 os.close(pidfd)
-            os.dup2(output, 1)
-            os.dup2(output, 2)
-            os.close(output)
+            if entry == "serve":  # the pool's worker: its stdin, stdout and stderr
+                for target, fd in enumerate(fds):
+                    os.dup2(fd, target)
+                main, module, argv = pool_worker.main, pool_worker.__file__, args
+            else:  # a run: its output as stdout and stderr, and its progress pipe
+                output, progress = fds
+                os.dup2(output, 1)
+                os.dup2(output, 2)
+                fds = [output]
+                main, module, argv = worker.main, worker.__file__, [*args, str(progress)]
+            _close(fds)
             for key in unsetenv:
                 os.environ.pop(key, None)
             os.environ.update(setenv)
-            sys.argv = [worker.__file__, *argv]
-            code = _exit_code(argv)
+            sys.argv = [module, *argv]
+            code = _exit_code(main, argv)
         except BaseException:
             try:
                 traceback.print_exc()

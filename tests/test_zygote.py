@@ -1,14 +1,16 @@
-"""The zygote (`runner.zygote`, `runner.workers.fork`): torch's semantic runs forked from a
-process that has imported torch. Real torch runs, each forked and fresh (a timed request, which
-never forks): the same outcome, observations, error, crash, timeout and oom; the forked ones
-really forked (one interpreter start for them all); a stop signal, a killed runner and a dead
-zygote leave no process behind and lose no run.
+"""The zygote (`runner.zygote`, `runner.workers.fork`): torch's semantic runs, its FLOP counts
+and the program pool's torch workers forked from a process that has imported torch. Real torch
+runs, each forked and fresh (a timed request, which never forks): the same outcome,
+observations, error, crash, timeout and oom; the forked ones really forked (one interpreter
+start for them all); a stop signal, a killed runner and a dead zygote leave no process behind
+and lose no run.
 
 A crash, a hang and a slow run come from the real torch program adapter under a
 `sitecustomize` (`HOOK`) on the workers' PYTHONPATH: in every interpreter of that environment
 (the zygote, a fresh worker) it logs its start and wraps the adapter's `run`, which logs its
 pid, parent and the test under way, and crashes, hangs or sleeps by the run's mode (`slow`: a
-forked run sleeps a minute, one in a fresh worker not at all)."""
+forked run sleeps a minute, one in a fresh worker not at all; a pool worker's runs, whose mode is
+always `generated`, crash when a test has made the file LOG.crash-next, once)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,10 @@ from fake_runs import ROOT, SMALL_P10, alive, gone
 from runner import noise, workers
 from runner.cases import load_case
 from runner.engine import request_for
-from runner.execute import WORKER_ENV, RunRequest, execute, sweep_stale
+from runner.execute import WORKER_ENV, CountRequest, RunRequest, count_flop, execute, sweep_stale
+from runner.fuzz.pool import WorkerPool
 from runner.model.results import RawRun
+from runner.program import data, syntax
 
 HOOK = r"""
 import os, sys
@@ -51,6 +55,11 @@ if _log:
     _run = _adapter.run
 
     def run(mode, params, progress):
+        try:
+            os.unlink(_log + ".crash-next")
+            mode = "crash"
+        except FileNotFoundError:
+            pass
         test = os.environ.get("PYTEST_CURRENT_TEST", "-").split(" ")[0]
         _say(f"run {os.getpid()} {os.getppid()} {mode} {test}")
         if mode == "crash":
@@ -238,6 +247,84 @@ def test_only_torchs_semantic_runs_with_the_real_worker_fork(monkeypatch):
     monkeypatch.setenv(WORKER_ENV, f'["{sys.executable}", "stand_in.py"]')
     assert not forks(request("torch", False), _worker_command(None))
     assert RunRequest("c", "p10", "torch", "detach", {}, 60).timed, "forking is asked for, never assumed"
+
+
+# ---- the program pool's torch workers, and the FLOP count -------------------------------------
+
+POOL_PROGRAM = "p = param(3)\nopt = sgd(lr=0.1)\nloss = sum(tanh(p) * p)\nbackward(loss)\nstep(opt)\nobserve(p)"
+FRESH_POOL_WORKER = [sys.executable, "-m", "runner.pool_worker", "torch"]
+
+
+def pool_program() -> dict:
+    return data.materialize(syntax.parse(POOL_PROGRAM, where="pool"), seed=0).model_dump(mode="json")
+
+
+def test_a_pool_worker_is_forked_and_answers_as_a_fresh_one(hooked):
+    """The pool's torch worker (the real one) is a child of the zygote; a stand-in command (here
+    the same worker, started fresh) is not forked. Both give the same result; a second pool's
+    worker adds no interpreter start, and takes a fraction of a fresh one's time to answer its
+    first program (a ratio, one test)."""
+    execute(hooked.request("warm"))  # the zygote of this environment runs
+    starts = len(hooked.lines("start"))
+    answers, seconds = [], []
+    for command in (None, None, FRESH_POOL_WORKER):
+        began = time.monotonic()
+        with WorkerPool(timeout_s=120, env=hooked.env, commands={"torch": command} if command else None) as pool:
+            answers.append(pool.run_pair(pool_program(), ("torch",))["torch"])
+        seconds.append(time.monotonic() - began)
+    assert len(hooked.lines("start")) == starts + 1, "the fresh worker's interpreter, and no other"
+    assert [a["outcome"] for a in answers] == ["ok"] * 3, answers
+    assert answers[0]["observations"] == answers[1]["observations"] == answers[2]["observations"]
+    zygote = hooked.runs("warm")[-1][1]
+    runs = hooked.runs("generated")[-3:]
+    assert zygote != os.getpid() and [parent for _pid, parent in runs] == [zygote, zygote, os.getpid()], runs
+    assert seconds[1] < seconds[2] / 3, seconds
+
+
+def test_a_forked_pool_worker_that_crashes_is_a_crash_and_the_next_program_gets_another(hooked):
+    execute(hooked.request("warm"))
+    starts = len(hooked.lines("start"))
+    with WorkerPool(timeout_s=120, env=hooked.env) as pool:
+        Path(str(hooked.log) + ".crash-next").touch()
+        crashed = pool.run_pair(pool_program(), ("torch",))["torch"]
+        again = pool.run_pair(pool_program(), ("torch",))["torch"]
+        assert pool.crashes == 1
+    assert crashed["outcome"] == "crash", crashed
+    # the worker's stderr (faulthandler's report, its last 800 characters) reached the pool's file
+    assert "signal SIGSEGV" in crashed["failure"]["message"] and "Extension modules" in crashed["failure"]["message"]
+    assert again["outcome"] == "ok", again
+    (crash_pid, zygote), (again_pid, again_parent) = hooked.runs("crash")[-1], hooked.runs("generated")[-1]
+    assert again_parent == zygote != os.getpid() and again_pid != crash_pid  # forked again by the zygote
+    assert len(hooked.lines("start")) == starts, "no interpreter started"
+    assert gone(crash_pid) and gone(again_pid), "the pool's workers end with the pool"
+
+
+def test_the_flop_count_is_forked_too(hooked):
+    execute(hooked.request("warm"))
+    starts, zygotes = len(hooked.lines("start")), workers.zygote_starts()
+    recipes = {"0": load_case(cases_file("optimizers_100_steps"), steps=5).programs["adam"].dump()}
+    counts = count_flop(CountRequest(recipes, timeout_s=120, env=hooked.env))
+    assert set(counts) == {"0"} and counts["0"] > 0, counts
+    assert len(hooked.lines("start")) == starts and workers.zygote_starts() == zygotes, "forked, no new interpreter"
+
+
+def test_a_spawn_with_the_wrong_descriptors_or_entry_is_refused(hooked):
+    with pytest.raises(ValueError, match="'serve' fork takes 3 descriptors"):
+        workers.fork(["torch"], memory_mib=None, env=hooked.env, fds=(0, 1), entry="serve")
+    with pytest.raises(KeyError):
+        workers.fork(["torch"], memory_mib=None, env=hooked.env, fds=(0, 1), entry="exec")
+    # the zygote checks them too: it refuses, and forks nothing
+    execute(hooked.request("warm"))
+    env = workers.environment(noise.Controls(), hooked.env)
+    zygote = workers._ZYGOTES[workers._env_key(env)]
+    read, write = os.pipe()
+    try:
+        for entry, fds in (("serve", (read, write)), ("run", (read, write, write)), ("exec", (read, write))):
+            assert zygote.spawn(entry, ["torch"], None, env, fds) is None, entry
+    finally:
+        os.close(read)
+        os.close(write)
+    assert execute(hooked.request("quick")).outcome == "ok", "and it still serves"
 
 
 # ---- nothing left behind, nothing lost -----------------------------------------------------

@@ -1,9 +1,12 @@
 """Persistent worker processes for the fuzzer: many programs per process, and
 nothing lost when one crashes or hangs.
 
-Each framework has one worker (`runner.fuzz.worker`); `run_pair` sends a
+Each framework has one worker (`runner.pool_worker`); `run_pair` sends a
 program to both and reads both answers, so torch and burn run on the two cores
-at once. `run_batch` sends many programs to one worker; when the worker dies
+at once. A torch worker is forked from the zygote (`runner.workers.fork`), as
+torch's semantic runs of `check` are: it starts in tens of milliseconds, not
+the seconds torch's import takes, with the same limits and process controls; a
+fresh one is started when no zygote can fork it. `run_batch` sends many programs to one worker; when the worker dies
 or hangs in the middle of a batch, the programs it had not answered are run
 again one at a time, each in a fresh worker, so the one that crashes is named
 and the others still get their results. A crash or hang is a result
@@ -30,26 +33,59 @@ Result = dict[str, Any]
 STDERR_TAIL = 2000
 
 
+# The frameworks whose real worker is forked from the zygote (which has imported torch).
+FORKED = frozenset({"torch"})
+
+
 class _Worker:
     def __init__(self, framework: str, command: list[str] | None, env: dict[str, str], memory_mib: int | None) -> None:
         self.framework = framework
         self.stderr = tempfile.TemporaryFile()
-        # Started, capped and tied to the runner's life as check's workers are (`runner.workers`).
-        self.proc = workers.start(
-            command or [sys.executable, "-m", "runner.fuzz.worker", framework],
-            memory_mib=memory_mib,
-            env=workers.environment(Controls(), env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            text=True,
-        )
+        environment = workers.environment(Controls(), env)
+        # Forked or started, capped and tied to the runner's life as check's workers are (`runner.workers`).
+        forked = self._fork(environment, memory_mib) if command is None and framework in FORKED else None
+        if forked is not None:
+            self.proc: subprocess.Popen[str] | workers.Forked = forked[0]
+            self._stdin, self._stdout = forked[1], forked[2]
+        else:
+            proc = workers.start(
+                command or [sys.executable, "-m", "runner.pool_worker", framework],
+                memory_mib=memory_mib,
+                env=environment,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.stderr,
+                text=True,
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            self.proc, self._stdin, self._stdout = proc, proc.stdin, proc.stdout
         self.next_id = 0
         # A reader thread turns the worker's answers into a queue: select() on a buffered
         # text stream misses lines already read ahead into its buffer.
         self.answers: queue.Queue[str | None] = queue.Queue()
         self.reader = threading.Thread(target=self._read_lines, daemon=True)
         self.reader.start()
+
+    def _fork(self, env: dict[str, str], memory_mib: int | None) -> tuple[workers.Forked, IO[str], IO[str]] | None:
+        """The worker forked from the zygote, with the pipes to its stdin and from its stdout;
+        None when no zygote can fork it."""
+        to_worker, from_worker = os.pipe(), os.pipe()
+        theirs = (to_worker[0], from_worker[1], self.stderr.fileno())
+        try:
+            forked = workers.fork([self.framework], memory_mib=memory_mib, env=env, fds=theirs, entry="serve")
+        except BaseException:
+            for fd in (*to_worker, *from_worker):
+                os.close(fd)
+            raise
+        os.close(to_worker[0])
+        os.close(from_worker[1])
+        if forked is None:
+            os.close(to_worker[1])
+            os.close(from_worker[0])
+            return None
+        stdin = os.fdopen(to_worker[1], "w", buffering=1, encoding="utf-8")
+        stdout = os.fdopen(from_worker[0], "r", encoding="utf-8")
+        return forked, stdin, stdout
 
     def _read_lines(self) -> None:
         try:
@@ -61,13 +97,11 @@ class _Worker:
 
     @property
     def stdin(self) -> IO[str]:
-        assert self.proc.stdin is not None
-        return self.proc.stdin
+        return self._stdin
 
     @property
     def stdout(self) -> IO[str]:
-        assert self.proc.stdout is not None
-        return self.proc.stdout
+        return self._stdout
 
     def send(self, program: dict[str, Any], dtype: str) -> int:
         self.next_id += 1
@@ -102,6 +136,12 @@ class _Worker:
     def kill(self) -> None:
         self.proc.poll()
         workers.stop(self.proc)
+        if isinstance(self.proc, workers.Forked):  # a fresh worker's pipes are its Popen's
+            for stream in (self._stdin, self._stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
         self.stderr.close()
 
 

@@ -1,13 +1,18 @@
-"""A long-lived fuzz worker: `python -m runner.fuzz.worker torch|burn`.
+"""A long-lived program worker: `python -m runner.pool_worker torch|burn`.
 
-Reads one JSON request per line on stdin (`{"id": n, "program": IR, "dtype":
-"float32"}`), runs the program with its framework's interpreter, and writes one
-JSON line `{"id": n, "result": ...}` on the protocol stream. A batch request
-(`{"id": n, "programs": [IR, ...]}`) runs them in one call (burn's
-`run_programs`) and answers `{"id": n, "results": [...]}`. Anything else the
-process prints (a framework's warnings) goes to stderr, never into the
-protocol. A crash or hang of the interpreter ends the process: the pool names
-the program it was running and starts a fresh worker.
+The worker of the program pool (`runner.fuzz.pool`, which the fuzzer, `port` and the report's
+localization use): many programs per process. Reads one JSON request per line on stdin
+(`{"id": n, "program": IR, "dtype": "float32"}`), runs the program with its framework's
+interpreter, and writes one JSON line `{"id": n, "result": ...}` on the protocol stream. A
+batch request (`{"id": n, "programs": [IR, ...]}`) runs them in one call (burn's
+`run_programs`) and answers `{"id": n, "results": [...]}`. Anything else the process prints (a
+framework's warnings) goes to stderr, never into the protocol. A crash or hang of the
+interpreter ends the process: the pool names the program it was running and starts another
+worker.
+
+A torch worker is forked from the zygote (`runner.zygote`, which calls `main` in the child with
+its stdin, stdout and stderr in place) when there is one, as torch's semantic runs are; a
+fresh one runs this module.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ..frameworks import adapter_for
+from .frameworks import adapter_for
 
 
 def _runner(framework: str) -> Callable[[dict[str, Any], str], dict[str, Any]]:
