@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from runner.program.ir import Program, Settings
 from runner.program.rust import families
 from runner.program.rust.crate import (
     BUNDLE_DEPENDENCIES,
+    BUNDLE_OPT_LEVEL,
     BURN_DEPENDENCY,
     render,
     write_bundle,
@@ -1396,6 +1398,9 @@ def test_write_bundle_makes_modules_of_programs_and_of_written_crates(tmp_path):
     manifest = (folder / "Cargo.toml").read_text()
     assert 'name = "bundle"' in manifest and "[workspace]" in manifest
     assert manifest.split("[dependencies]\n")[1].split("\n\n")[0].splitlines() == list(BUNDLE_DEPENDENCIES)
+    # the bundle's own code at its level; no other package's profile is touched
+    profiles = tomllib.loads(manifest)["profile"]
+    assert profiles == {"release": {"package": {"bundle": {"opt-level": BUNDLE_OPT_LEVEL}}}}
     assert (folder / "Cargo.lock").read_text() == (PROJECT_ROOT / "Cargo.lock").read_text()
     # each module is its crate's main.rs with `fn main` made callable, nothing else changed
     crates = {
@@ -1588,6 +1593,16 @@ def _agreement(built: dict[str, Any], key: str, *, values: bool = True) -> list[
 def test_the_reproducers_build_without_warnings(built):
     warnings = [line for line in built["build"].splitlines() if line.startswith("warning")]
     assert not warnings, built["build"][-6000:]
+
+
+@pytest.mark.slow
+@pytest.mark.cargo
+def test_the_bundle_compiles_only_its_own_code(built):
+    """burn and the rest come from the shared target directory as the probe's build left them:
+    the bundle's profile override touches its own package only (were it to reach a dependency,
+    cargo would compile burn again here, minutes on a cold machine)."""
+    compiled = [line.split()[1] for line in built["build"].splitlines() if line.strip().startswith("Compiling ")]
+    assert set(compiled) <= {BUNDLE}, compiled
 
 
 @pytest.mark.slow
