@@ -35,7 +35,7 @@ from . import noise
 from .atomic import write_json
 from .frameworks import adapter_for
 from .limits import looks_out_of_memory, vm_peak
-from .model.results import spell_values
+from .model.nonfinite import spell_values
 
 
 def _peak_mib() -> float | None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import builtins
 import datetime as dt
 import json
-import math
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, model_validator
 
+from . import nonfinite
 from .base import (
     Measure,
     Model,
@@ -95,33 +95,13 @@ class OutOfMemory(Model):
     stderr_tail: ShortText = ""
 
 
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _nonfinite_in(value: Any) -> Any:
-    return _NONFINITE.get(value, value) if isinstance(value, str) else value
-
-
-def _nonfinite_out(value: float) -> float | str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return value
-
-
-def spell_values(values: list[float] | None) -> list[float | str] | None:
-    """Observed values as the results file spells them (NaN and infinities as words)."""
-    return None if values is None else [_nonfinite_out(v) if isinstance(v, float) else v for v in values]
-
-
 # A tensor's value as observed: NaN and infinities are observations too. JSON has
 # no words for them, so the results file spells them "NaN", "Infinity", "-Infinity".
 ValueFloat = Annotated[
     float,
     Field(allow_inf_nan=True),
-    BeforeValidator(_nonfinite_in),
-    PlainSerializer(_nonfinite_out, return_type=float | str, when_used="json"),
+    BeforeValidator(nonfinite.read_word),
+    PlainSerializer(nonfinite.spell, return_type=float | str, when_used="json"),
 ]
 
 
