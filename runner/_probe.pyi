@@ -24,6 +24,8 @@ class BuildInfo(TypedDict):
     profile: Literal["release", "debug"]
     probe: str
     backend: str
+    sources: str
+    """A digest of the sources this build was made from (``runner.probe_build.sources_digest``)."""
 
 def run_p10(
     mode: str,
@@ -49,7 +51,7 @@ def run_p10(
     """
 
 def build_info() -> BuildInfo:
-    """What went into this build: burn version, rustc, cargo profile."""
+    """What went into this build: burn version, rustc, cargo profile, a digest of the probe's sources."""
 
 PROGRAM_IR_VERSION: int
 """The ``ir_version`` ``run_program`` reads."""

@@ -46,17 +46,56 @@ def _rustc_version() -> str:
         raise Infrastructure("rustc is not installed: install Rust (1.95 or newer)") from None
 
 
-def _probe_files() -> list[Path]:
-    root = PROJECT_ROOT / "rust_probe"
-    files = [root / "Cargo.toml", root / "build.rs", *sorted((root / "src").rglob("*.rs"))]
-    return [PROJECT_ROOT / "Cargo.toml", PROJECT_ROOT / "Cargo.lock", *files]
+def _probe_files(root: Path) -> list[str]:
+    """The probe's source files, as `/`-separated paths relative to the workspace `root`,
+    in the order of their UTF-8 bytes: the Cargo manifests, the lock, `build.rs` and every
+    `*.rs` under `rust_probe/src`. `rust_probe/build.rs` lists the same."""
+    fixed = ["Cargo.toml", "Cargo.lock", "rust_probe/Cargo.toml", "rust_probe/build.rs"]
+    tree = [path.relative_to(root).as_posix() for path in (root / "rust_probe" / "src").rglob("*.rs") if path.is_file()]
+    return sorted(fixed + tree, key=_utf8)
+
+
+def _utf8(text: str) -> bytes:
+    # A file name that is not UTF-8 makes this digest differ from build.rs's (which
+    # reads it lossily): the side is then built, never wrongly reused.
+    return text.encode("utf-8", "surrogateescape")
+
+
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+
+
+def fnv1a64(data: bytes, value: int = FNV_OFFSET) -> int:
+    """64-bit FNV-1a of `data`, continuing from `value`."""
+    for byte in data:
+        value = ((value ^ byte) * FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def sources_digest(root: Path = PROJECT_ROOT) -> str:
+    """The digest of the probe's sources that `rust_probe/build.rs` builds into the probe
+    (`build_info()["sources"]`): 64-bit FNV-1a over, for each file of `_probe_files` in
+    that order, its relative path and then its bytes, each preceded by its length (8 bytes,
+    little-endian) so that no bytes can move across a file boundary unnoticed; 16 hex
+    digits. A file that cannot be read is left out, as build.rs leaves it out.
+
+    FNV-1a, not SHA-256: this detects a change, it is no defence against a forged
+    collision, and it must be as easy to compute in build.rs, which has no hash crate."""
+    value = FNV_OFFSET
+    for relative in _probe_files(root):
+        try:
+            content = (root / relative).read_bytes()
+        except OSError:
+            continue
+        for field in (_utf8(relative), content):
+            value = fnv1a64(len(field).to_bytes(8, "little") + field, value)
+    return f"{value:016x}"
 
 
 def build_key(source: BurnSource) -> str:
     digest = hashlib.sha256()
     digest.update(f"{RECIPE}\n{source.label}\n{_rustc_version()}\n{PROFILE}\n{sys.version_info[:2]}\n".encode())
-    for path in _probe_files():
-        digest.update(str(path.relative_to(PROJECT_ROOT)).encode() + b"\0" + path.read_bytes())
+    digest.update(sources_digest().encode())
     if source.path:
         # A local checkout changes under us: let cargo decide what to rebuild.
         digest.update(str(time.time_ns()).encode())

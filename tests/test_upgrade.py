@@ -1,6 +1,6 @@
-"""The upgrade check: argument validation, the build folder, classification,
-and real runs (a same-version check, and a build-break against a stand-in
-burn crate that cannot build the probe)."""
+"""The upgrade check: argument validation, the build folder, the digest of the
+probe's sources, classification, and real runs (a same-version check, and a
+build-break against a stand-in burn crate that cannot build the probe)."""
 
 import json
 import os
@@ -166,6 +166,54 @@ def test_upgrade_md_shows_a_hostile_path_as_text():
     assert html.count("<h2>") == 1 and "<h1>" not in html
     assert "<img" not in html and "<a " not in html and "<b>" not in html
     assert "javascript:alert(1)" in html  # as text
+
+
+# ---- the probe's sources -----------------------------------------------------------
+
+
+def test_the_installed_probe_was_built_from_this_checkouts_sources():
+    from runner import _probe
+
+    built, here = _probe.build_info()["sources"], probe_build.sources_digest()
+    assert built == here, (
+        f"the installed probe was built from other Rust sources (digest {built}) than this checkout's "
+        f"({here}): run scripts/bootstrap"
+    )
+
+
+def test_the_sources_digest_is_fnv1a_over_length_prefixed_paths_and_bytes(tmp_path):
+    # FNV-1a's published test vectors.
+    assert probe_build.fnv1a64(b"") == 0xCBF29CE484222325
+    assert probe_build.fnv1a64(b"a") == 0xAF63DC4C8601EC8C
+    assert probe_build.fnv1a64(b"foobar") == 0x85944171F73967E8
+    files = {
+        "Cargo.toml": b"[workspace]\n",
+        "rust_probe/build.rs": b"fn main() {}\n",
+        "rust_probe/src/a.rs": b"x",
+        "rust_probe/src/a/b.rs": b"y",
+    }
+    for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(content)
+    (tmp_path / "rust_probe" / "src" / "notes.md").write_text("not a source")
+    # In the order of the paths' bytes ("a.rs" before "a/b.rs", unlike pathlib's order by parts);
+    # the missing Cargo.lock and rust_probe/Cargo.toml are left out, as build.rs leaves them out.
+    assert probe_build._probe_files(tmp_path) == [
+        "Cargo.lock",
+        "Cargo.toml",
+        "rust_probe/Cargo.toml",
+        "rust_probe/build.rs",
+        "rust_probe/src/a.rs",
+        "rust_probe/src/a/b.rs",
+    ]
+    fields = [field for name in sorted(files, key=str.encode) for field in (name.encode(), files[name])]
+    stream = b"".join(len(field).to_bytes(8, "little") + field for field in fields)
+    digest = probe_build.sources_digest(tmp_path)
+    assert digest == f"{probe_build.fnv1a64(stream):016x}"
+    # A byte moved across a file boundary is a change.
+    (tmp_path / "rust_probe/src/a.rs").write_bytes(b"")
+    (tmp_path / "rust_probe/src/a/b.rs").write_bytes(b"xy")
+    assert probe_build.sources_digest(tmp_path) != digest
 
 
 # ---- classification -----------------------------------------------------------

@@ -27,4 +27,7 @@ pub mod build_info {
     /// Cargo's profile: `release` or `debug`.
     pub const PROFILE: &str = env!("PROBE_BUILD_PROFILE");
     pub const PROBE_VERSION: &str = env!("CARGO_PKG_VERSION");
+    /// A digest of the probe's sources (the Cargo manifests, the lock, `build.rs` and
+    /// `src/**/*.rs`), as `runner.probe_build.sources_digest` computes it from a checkout.
+    pub const SOURCES: &str = env!("PROBE_SOURCES");
 }

@@ -287,6 +287,7 @@ fn py_build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("rustc", build_info::RUSTC_VERSION)?;
     d.set_item("profile", build_info::PROFILE)?;
     d.set_item("probe", build_info::PROBE_VERSION)?;
+    d.set_item("sources", build_info::SOURCES)?;
     d.set_item("backend", "flex+autodiff")?;
     Ok(d)
 }
