@@ -9,11 +9,17 @@ renamed there (`rust_probe_upgrade`) so its library never lands on the main
 build's file in the shared target directory, which lets the burn crates the
 main build compiled be reused. A build is keyed by what went into it (source,
 probe sources, lock, rustc, profile) and reused while that key holds.
+
+A side that is what the installed probe (`runner._probe`) already is, is not
+built at all: the same burn release, every burn crate of the committed lock at
+it, the same rustc and profile, and built from this checkout's sources (the
+probe carries their digest, `build.rs` computes it as `sources_digest` does).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import re
 import shutil
@@ -185,7 +191,48 @@ def _pin_family(folder: Path, version: str, env: dict[str, str]) -> list[str]:
     return [f"{name} stays at {current}" + (f": {last}" if last else "") for name, current in behind.items()]
 
 
+def installed_probe(source: BurnSource) -> Build | None:
+    """The installed probe (`runner._probe`) as the build of `source`, if it is that build: `source`
+    is its burn release, every burn crate of the committed lock is at that release (as a side's
+    build pins them), and it was built by this rustc, in this profile, from this checkout's
+    sources. None otherwise: a probe built before the sources were last edited, no installed
+    probe, or a local checkout (it may have changed since any build)."""
+    if source.version is None:
+        return None
+    try:
+        probe = importlib.import_module(f"{__package__}._probe")
+    except ImportError:
+        return None
+    location: str | None = getattr(probe, "__file__", None)
+    info = probe.build_info()
+    family = _burn_family(PROJECT_ROOT / "Cargo.lock")
+    same = (
+        info.get("burn") == source.version
+        and set(family.values()) == {source.version}
+        and info.get("profile") == PROFILE
+        and info.get("rustc") == _rustc_version()
+        and info.get("sources") == sources_digest()
+    )
+    if location is None or not same:
+        return None
+    return Build(
+        source=source.label,
+        ok=True,
+        key=build_key(source),
+        folder=str(Path(location).parent),
+        probe=location,
+        burn=source.version,
+        burn_family=family,
+        installed=True,
+    )
+
+
 def build(source: BurnSource, progress: Callable[[str], None] = lambda text: None) -> Build:
+    """The probe built against `source`: the installed probe when it is that build
+    (`installed_probe`), else the cached build while its key holds, else a new build."""
+    installed = installed_probe(source)
+    if installed is not None:
+        return installed
     folder = cache_dir() / "upgrade" / source.slug
     key = build_key(source)
     record_path = folder / "build.json"

@@ -1,10 +1,10 @@
-"""The upgrade check: argument validation, the build folder, the digest of the
-probe's sources, classification, and real runs (a same-version check, and a
-build-break against a stand-in burn crate that cannot build the probe)."""
+"""The upgrade check: argument validation, the build folder, the installed probe
+standing in for a build of its own release, classification, and real runs (a
+same-version check, and a build-break against a stand-in burn crate that cannot
+build the probe)."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -17,8 +17,8 @@ from runner import cases, probe_build
 from runner.errors import BadInput
 from runner.metrics import measured
 from runner.model.results import RawRun, from_data
-from runner.model.upgrade import Classified, UpgradeClass
-from runner.paths import cache_dir, target_dir
+from runner.model.upgrade import Build, Classified, UpgradeClass
+from runner.paths import target_dir
 from runner.upgrade.classify import classify
 from runner.versions import parse as parse_version
 
@@ -168,7 +168,7 @@ def test_upgrade_md_shows_a_hostile_path_as_text():
     assert "javascript:alert(1)" in html  # as text
 
 
-# ---- the probe's sources -----------------------------------------------------------
+# ---- the installed probe -----------------------------------------------------------
 
 
 def test_the_installed_probe_was_built_from_this_checkouts_sources():
@@ -214,6 +214,88 @@ def test_the_sources_digest_is_fnv1a_over_length_prefixed_paths_and_bytes(tmp_pa
     (tmp_path / "rust_probe/src/a.rs").write_bytes(b"")
     (tmp_path / "rust_probe/src/a/b.rs").write_bytes(b"xy")
     assert probe_build.sources_digest(tmp_path) != digest
+
+
+@pytest.fixture
+def cargo_runs(monkeypatch, tmp_path):
+    """The cargo commands a build runs, each failing at once instead of running (`rustc
+    --version` still runs); build folders go into the test's cache."""
+    monkeypatch.setenv("RUNNER_CACHE", str(tmp_path / "cache"))
+    run = subprocess.run
+    commands: list[list[str]] = []
+
+    def no_cargo(command, *args, **kwargs):
+        if command[0] != "cargo":
+            return run(command, *args, **kwargs)
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 101, stdout="", stderr="error: not run by this test\n")
+
+    monkeypatch.setattr(probe_build.subprocess, "run", no_cargo)
+    return commands
+
+
+def test_a_side_of_the_installed_probes_release_is_the_installed_probe(cargo_runs, tmp_path):
+    from runner import _probe
+
+    result = probe_build.build(sources.BurnSource(version=sources.pinned_version()))
+    assert cargo_runs == []
+    assert result.installed and result.ok and not result.cached, result
+    assert result.probe == _probe.__file__ and result.burn == sources.pinned_version()
+    assert "burn-autodiff" in result.burn_family and set(result.burn_family.values()) == {result.burn}
+    assert not (tmp_path / "cache").exists()  # no build folder, no build.json
+
+
+def _sources_edited(monkeypatch, tmp_path):
+    monkeypatch.setattr(probe_build, "sources_digest", lambda root=None: "0" * 16)
+    return sources.BurnSource(version=sources.pinned_version())
+
+
+def _no_installed_probe(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "runner._probe", None)  # importing it raises ImportError
+    return sources.BurnSource(version=sources.pinned_version())
+
+
+def _a_burn_crate_of_the_lock_elsewhere(monkeypatch, tmp_path):
+    # A side's build pins every burn crate to its release: a probe built from a lock that
+    # has one at another release is not that build.
+    family = probe_build._burn_family
+    monkeypatch.setattr(probe_build, "_burn_family", lambda lock: {**family(lock), "burn-core": "0.22.0"})
+    return sources.BurnSource(version=sources.pinned_version())
+
+
+def _a_local_checkout(monkeypatch, tmp_path):
+    return sources.BurnSource(path=tmp_path / "burn")
+
+
+def _another_release(monkeypatch, tmp_path):
+    return sources.BurnSource(version="0.22.0")
+
+
+@pytest.mark.parametrize(
+    "side",
+    [_sources_edited, _no_installed_probe, _a_burn_crate_of_the_lock_elsewhere, _a_local_checkout, _another_release],
+)
+def test_a_side_the_installed_probe_is_not_is_built(cargo_runs, monkeypatch, tmp_path, side):
+    result = probe_build.build(side(monkeypatch, tmp_path))
+    assert not result.installed
+    assert cargo_runs and cargo_runs[-1][:2] == ["cargo", "rustc"]
+    assert not result.ok and result.errors == ["error: not run by this test"]
+
+
+def test_a_sides_record_says_where_its_probe_came_from():
+    from runner.model.upgrade import UpgradeReport
+    from runner.upgrade.command import render_markdown, render_table
+
+    installed = Build(source="0.22.1", ok=True, key="k", folder="-", burn="0.22.1", installed=True)
+    built = Build(source="0.23.0", ok=True, key="k", folder="-", burn="0.23.0", seconds=41.2)
+    report = UpgradeReport(from_=installed, to=built, rule="r", torch_runs="t", counts={}, runs=[])
+    table = render_table(report)
+    assert "burn 0.22.1 (lock: 0.22.1): ok, the installed probe" in table
+    assert "burn 0.23.0 (lock: 0.23.0): ok, 41 s" in table
+    assert "| 0.22.1 | 0.22.1 | ok (the installed probe) |" in render_markdown(report)
+    # A record written before the field existed still reads: a build of its own.
+    old = Build.model_validate_json('{"source": "0.22.1", "ok": true, "key": "k", "folder": "-", "cached": true}')
+    assert old.installed is False and old.cached is True
 
 
 # ---- classification -----------------------------------------------------------
@@ -321,6 +403,7 @@ def test_same_version_on_both_sides_is_all_same(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert report["counts"] == {"same": 6}
     assert report["from"]["burn"] == report["to"]["burn"] == "0.22.1"
+    assert report["from"]["installed"] and report["to"]["installed"]  # nothing built
     assert (tmp_path / "results-from.json").exists() and (tmp_path / "results-to.json").exists()
     assert "| same | p10_ema | burn/detach |" in (tmp_path / "upgrade.md").read_text()
 
@@ -335,11 +418,9 @@ def test_a_burn_that_cannot_build_the_probe_is_reported_cleanly(tmp_path):
         "[features]\nstd = []\nflex = []\nautodiff = []\noptim = []\n"
     )
     (fake / "src" / "lib.rs").write_text("// a stand-in burn with none of the API the probe uses\n")
-    # A small case (two burn runs of a few statements). The from side's build (the probe against
-    # 0.22.1, ~40 s) is kept between runs in a cache of this test's own, reused while the probe's
-    # sources are the same (the build key); the stand-in's side, in a new folder each time, is built
-    # (and fails) every time, and its folder is removed after.
-    cache = cache_dir() / "test-upgrade"
+    # A small case (two burn runs of a few statements). The from side, 0.22.1, is the installed
+    # probe (nothing built); the stand-in's side is built (and fails in seconds) in a build
+    # folder of this test's own cache.
     out = run_cli(
         "squeeze_non_singleton",
         "--from",
@@ -349,12 +430,15 @@ def test_a_burn_that_cannot_build_the_probe_is_reported_cleanly(tmp_path):
         "-q",
         "--out",
         str(tmp_path / "out"),
-        cache=cache,
+        cache=tmp_path / "cache",
     )
-    shutil.rmtree(cache / "upgrade" / sources.BurnSource(path=fake).slug, ignore_errors=True)
     assert out.returncode == 3, out.stdout + out.stderr
     report = json.loads((tmp_path / "out" / "upgrade.json").read_text())
     assert report["to"]["ok"] is False and report["from"]["ok"] is True
+    assert report["from"]["installed"] is True, "the from side was built: run scripts/bootstrap if the probe is stale"
+    assert report["to"]["installed"] is False
+    assert "probe against burn 0.22.1: the installed probe" in out.stderr
+    assert not (tmp_path / "cache" / "upgrade" / "burn-0.22.1").exists()
     assert 1 <= len(report["to"]["errors"]) <= probe_build.MAX_ERRORS
     assert any("error" in e and "burn" in e for e in report["to"]["errors"]), report["to"]["errors"]
     assert report["counts"] == {"build-break": 2}

@@ -85,7 +85,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--burn",
         type=nonempty,
         metavar="VERSION|latest|PATH",
-        help="fuzz another burn release (its probe is built as upgrade-check builds it); "
+        help="fuzz another burn release (its probe is built as upgrade-check builds it, or is the installed "
+        "probe when that is the same build); "
         "default: the installed probe (the pinned release)",
     )
     where = parser.add_mutually_exclusive_group()
@@ -179,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
                 + "; ".join(built.errors[:3])
             )
         env[adapter_for("program", "burn").override_env or "RUNNER_PROBE_PATH"] = built.probe
-        burn_label = f"burn {source.label} ({built.probe})"
+        burn_label = f"burn {source.label} ({'the installed probe' if built.installed else built.probe})"
     if args.cluster:
         try:
             import distributed  # noqa: F401

@@ -32,7 +32,8 @@ class UpgradeClass(StrEnum):
 
 
 class Build(Model):
-    """One side's probe build (cached by `key`)."""
+    """One side's probe: built, reused from the cache (by `key`), or the installed probe
+    (`runner._probe`) when that is the very build the side asks for (nothing built)."""
 
     model_config = ConfigDict(frozen=False)
 
@@ -44,6 +45,7 @@ class Build(Model):
     burn: str | None = None  # the burn version in the side's lock file
     seconds: NonNegativeFloat = 0.0
     cached: bool = False
+    installed: bool = False  # the installed probe is this side's build: `probe` is its file
     errors: list[str] = []  # the first compiler errors, trimmed
     # Version of every burn-* crate in the side's lock, and pins that could not be made.
     burn_family: dict[str, str] = {}

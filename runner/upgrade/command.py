@@ -1,6 +1,7 @@
 """`burn-torch-diff upgrade-check [--from VERSION] [--to VERSION|latest|PATH]`.
 
-Builds the probe against both burn sources (own folders, cached), runs the
+Builds the probe against both burn sources (own folders, cached; a side that
+is what the installed probe already is uses that probe, nothing built), runs the
 torch side of every case once (torch does not depend on burn) and the burn
 side once per source, judges each side like `check` does, and classifies
 every burn run (see `classify`). Exit: 0 no change, 1 behaviour change,
@@ -91,8 +92,10 @@ def run(args: argparse.Namespace) -> int:
     builds: dict[str, Build] = {}
     for side, source in (("from", before), ("to", after)):
         result = probe_build.build(source, say)
-        how = "cached" if result.cached else f"{result.seconds:.0f} s"
-        say(f"  probe against burn {source.label}: {'built' if result.ok else 'BUILD FAILED'} ({how})")
+        if result.installed:
+            say(f"  probe against burn {source.label}: the installed probe ({result.probe})")
+        else:
+            say(f"  probe against burn {source.label}: {'built' if result.ok else 'BUILD FAILED'} ({_how(result)})")
         for error in result.errors:
             say(f"    {error}")
         builds[side] = result
@@ -175,6 +178,13 @@ def run(args: argparse.Namespace) -> int:
     return ExitCode.OK if all(c.klass == UpgradeClass.SAME for c in classes) else ExitCode.FAILED
 
 
+def _how(build: Build) -> str:
+    """Where a side's probe came from: the installed probe, the cache, or a build of N s."""
+    if build.installed:
+        return "the installed probe"
+    return "cached" if build.cached else f"{build.seconds:.0f} s"
+
+
 def _grouped(report: UpgradeReport) -> Iterator[tuple[UpgradeClass, list[Classified]]]:
     for klass in UpgradeClass:
         rows = [r for r in report.runs if r.klass == klass]
@@ -188,8 +198,7 @@ def render_table(report: UpgradeReport) -> str:
     lines = [f"burn {t(src.source)} -> {t(dst.source)}"]
     for side in (src, dst):
         state = "ok" if side.ok else "BUILD FAILED"
-        timing = "cached" if side.cached else f"{side.seconds:.0f} s"
-        lines.append(f"  probe vs burn {t(side.source)} (lock: {t(side.burn or 'not locked')}): {state}, {timing}")
+        lines.append(f"  probe vs burn {t(side.source)} (lock: {t(side.burn or 'not locked')}): {state}, {_how(side)}")
         lines += [f"    {t(error)}" for error in side.errors]
     for klass, rows in _grouped(report):
         lines.append(f"\n{klass} ({len(rows)})")
@@ -210,8 +219,7 @@ def render_markdown(report: UpgradeReport) -> str:
     ]
     for side in (src, dst):
         state = "ok" if side.ok else "**build-break**"
-        timing = "cached" if side.cached else f"{side.seconds:.0f} s"
-        lines.append(f"| {markdown(side.source)} | {markdown(side.burn or 'not locked')} | {state} ({timing}) |")
+        lines.append(f"| {markdown(side.source)} | {markdown(side.burn or 'not locked')} | {state} ({_how(side)}) |")
     for side in (src, dst):
         if side.errors:
             lines += ["", f"First compiler errors against burn {markdown(side.source)}:", "", "```"]
