@@ -48,6 +48,7 @@ from pydantic import ValidationError
 
 from . import limits, noise, workers
 from .errors import signal_name
+from .frameworks import FORKED_FRAMEWORK
 from .model.base import describe_errors
 from .model.results import RawRun, from_data
 
@@ -137,7 +138,7 @@ def _worker_command(worker: list[str] | None) -> list[str]:
 
 def forks(request: RunRequest, command: list[str]) -> bool:
     """Whether the run is forked from the zygote: torch, semantics only, the real worker."""
-    return request.framework == "torch" and not request.timed and command == _default_worker()
+    return request.framework == FORKED_FRAMEWORK and not request.timed and command == _default_worker()
 
 
 @dataclass

@@ -17,6 +17,9 @@ from .contract import ops as contract_ops
 from .contract import p10 as contract_p10
 
 FRAMEWORKS: tuple[str, ...] = contract_ops.FRAMEWORKS
+# The framework whose workers are forked from a zygote that has imported it (`runner.zygote`):
+# torch's import takes seconds, a burn worker starts in a fraction of one.
+FORKED_FRAMEWORK = "torch"
 
 # Mode -> the frameworks that have it. PyTorch has detach() only, which already
 # gives a constant: `without` and `target-without` are burn's fix.

@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from . import limits, pool_worker, worker
-from .frameworks import ADAPTERS
+from .frameworks import ADAPTERS, FORKED_FRAMEWORK
 from .workers import FORK_ENTRIES, receive
 
 # Imported by torch on first use, seconds each, so once here rather than in every forked run:
@@ -57,7 +57,7 @@ def prepare() -> str | None:
     """Import torch's adapters (torch with them) and what torch imports on first use, and run
     nothing. The reason not to fork, or None."""
     for adapter in ADAPTERS.values():
-        if adapter.framework == "torch":
+        if adapter.framework == FORKED_FRAMEWORK:
             importlib.import_module(adapter.module)
     for module in LAZY_IMPORTS:
         importlib.import_module(module)

@@ -27,14 +27,11 @@ from typing import IO, Any
 
 from .. import limits, workers
 from ..errors import signal_name
+from ..frameworks import FORKED_FRAMEWORK
 from ..noise import Controls
 
 Result = dict[str, Any]
 STDERR_TAIL = 2000
-
-
-# The frameworks whose real worker is forked from the zygote (which has imported torch).
-FORKED = frozenset({"torch"})
 
 
 class _Worker:
@@ -43,7 +40,7 @@ class _Worker:
         self.stderr = tempfile.TemporaryFile()
         environment = workers.environment(Controls(), env)
         # Forked or started, capped and tied to the runner's life as check's workers are (`runner.workers`).
-        forked = self._fork(environment, memory_mib) if command is None and framework in FORKED else None
+        forked = self._fork(environment, memory_mib) if command is None and framework == FORKED_FRAMEWORK else None
         if forked is not None:
             self.proc: subprocess.Popen[str] | workers.Forked = forked[0]
             self._stdin, self._stdout = forked[1], forked[2]
