@@ -538,6 +538,20 @@ def fork(
     start)."""
     if len(fds) != FORK_ENTRIES[entry]:
         raise ValueError(f"a {entry!r} fork takes {FORK_ENTRIES[entry]} descriptors, not {len(fds)}")
+    zygote = _zygote_of(env)
+    if zygote is None:
+        return None
+    zygote.ready.wait(ZYGOTE_START_S + ZYGOTE_ANSWER_S)
+    if zygote.stopped:
+        raise Stopped
+    if zygote.gone or not zygote.ready.is_set():
+        return None
+    return zygote.spawn(entry, args, memory_mib, env, fds)
+
+
+def _zygote_of(env: Mapping[str, str]) -> _Zygote | None:
+    """The zygote of `env`, started now (it imports torch in the background) if there is none;
+    None if one for `env` could not be started or died too often."""
     global _STARTS
     key = _env_key(env)
     with _ZYGOTES_LOCK:
@@ -551,12 +565,13 @@ def fork(
                 old.shutdown()
             zygote = _ZYGOTES[key] = _Zygote(env)
             _STARTS += 1
-    zygote.ready.wait(ZYGOTE_START_S + ZYGOTE_ANSWER_S)
-    if zygote.stopped:
-        raise Stopped
-    if zygote.gone or not zygote.ready.is_set():
-        return None
-    return zygote.spawn(entry, args, memory_mib, env, fds)
+        return zygote
+
+
+def prestart(env: Mapping[str, str]) -> None:
+    """Start the zygote of `env` now, without waiting for it: torch's import then overlaps
+    whatever the caller does before its first `fork` (a pool starting its burn worker)."""
+    _zygote_of(env)
 
 
 def zygote_starts() -> int:

@@ -142,6 +142,12 @@ class _Worker:
         self.stderr.close()
 
 
+def _forked_last(frameworks: tuple[str, ...]) -> list[str]:
+    """The frameworks in the order their workers are asked: a forked one last, so that the
+    others have their programs while its zygote may still be importing torch."""
+    return sorted(frameworks, key=lambda fw: fw == FORKED_FRAMEWORK)
+
+
 def _failure(outcome: str, message: str) -> Result:
     return {
         "outcome": outcome,
@@ -173,6 +179,8 @@ class WorkerPool:
         self.workers: dict[str, _Worker] = {}
         self.crashes = 0
         self.timeouts = 0
+        if FORKED_FRAMEWORK not in self.commands:  # its real worker: the zygote imports torch meanwhile
+            workers.prestart(workers.environment(Controls(), self.env))
 
     def _worker(self, framework: str) -> _Worker:
         """The worker for `framework`, or for a second lane of it (`torch:float64`: the reference
@@ -212,7 +220,7 @@ class WorkerPool:
     ) -> dict[str, Result]:
         """One program under each framework at once."""
         sent: dict[str, tuple[_Worker, int]] = {}
-        for fw in frameworks:
+        for fw in _forked_last(frameworks):
             worker = self._worker(fw)
             try:
                 sent[fw] = (worker, worker.send(program, dtype))
@@ -285,9 +293,11 @@ class WorkerPool:
         sent: list[tuple[tuple[str, str], _Worker, int]] = []
         encoded = json.dumps(programs)
         lanes: dict[str, int] = {}
+        named = []
         for fw, dtype in runs:
             lanes[fw] = lanes.get(fw, 0) + 1
-            lane = fw if lanes[fw] == 1 else f"{fw}:{dtype}"
+            named.append((fw, dtype, fw if lanes[fw] == 1 else f"{fw}:{dtype}"))
+        for fw, dtype, lane in sorted(named, key=lambda run: run[0] == FORKED_FRAMEWORK):
             worker = self._worker(lane)
             try:
                 sent.append(((fw, dtype), worker, worker.send_many(encoded, dtype)))
