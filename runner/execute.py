@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -207,6 +207,34 @@ def _wait_forked(proc: workers.Forked, timeout: float) -> _Ended:
     return _Ended(False, max(peak or 0, proc.maxrss_bytes or 0) or None)
 
 
+def _launch(
+    command: list[str],
+    spec_path: Path,
+    result_path: Path,
+    *,
+    fork: bool,
+    memory_mib: int | None,
+    env: dict[str, str],
+    output: IO[bytes],
+    progress: int,
+) -> subprocess.Popen[bytes] | workers.Forked | None:
+    """A `runner.worker` for SPEC RESULT, with `output` as its stdout and stderr and `progress` as
+    its PROGRESS_FD: forked from the zygote (`fork`; None when no zygote can fork it), or
+    `command` started fresh."""
+    args = [str(spec_path), str(result_path)]
+    if fork:
+        return workers.fork(args, memory_mib=memory_mib, env=env, fds=(output.fileno(), progress))
+    return workers.start(
+        [*command, *args, str(progress)],
+        memory_mib=memory_mib,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        pass_fds=(progress,),
+    )
+
+
 def kill_running() -> None:
     """Kill every worker under way (their `execute` calls then return at once)."""
     workers.kill_running()
@@ -273,23 +301,16 @@ def execute(
                 read_fd, write_fd = os.pipe()
                 seen = []
                 try:
-                    if fork:
-                        proc = workers.fork(
-                            [str(spec_path), str(result_path)],
-                            memory_mib=request.memory_mib,
-                            env=env,
-                            fds=(stderr.fileno(), write_fd),
-                        )
-                    else:
-                        proc = workers.start(
-                            [*command, str(spec_path), str(result_path), str(write_fd)],
-                            memory_mib=request.memory_mib,
-                            env=env,
-                            stdin=subprocess.DEVNULL,
-                            stdout=stderr,
-                            stderr=subprocess.STDOUT,
-                            pass_fds=(write_fd,),
-                        )
+                    proc = _launch(
+                        command,
+                        spec_path,
+                        result_path,
+                        fork=fork,
+                        memory_mib=request.memory_mib,
+                        env=env,
+                        output=stderr,
+                        progress=write_fd,
+                    )
                 except (OSError, subprocess.SubprocessError, workers.Stopped) as err:
                     os.close(read_fd)
                     os.close(write_fd)
@@ -415,23 +436,22 @@ def count_flop(request: CountRequest, worker: list[str] | None = None) -> dict[s
         with open(os.devnull, "wb") as sink:
             proc: subprocess.Popen[bytes] | workers.Forked | None = None
             try:
-                if command == _default_worker():
-                    args = [str(spec_path), str(result_path)]
-                    proc = workers.fork(
-                        args, memory_mib=request.memory_mib, env=env, fds=(sink.fileno(), sink.fileno())
-                    )
-                if proc is None:
-                    proc = workers.start(
-                        [*command, str(spec_path), str(result_path), str(sink.fileno())],
+                for fork in (True, False) if command == _default_worker() else (False,):
+                    proc = _launch(
+                        command,
+                        spec_path,
+                        result_path,
+                        fork=fork,
                         memory_mib=request.memory_mib,
                         env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=sink,
-                        stderr=sink,
-                        pass_fds=(sink.fileno(),),
+                        output=sink,
+                        progress=sink.fileno(),
                     )
+                    if proc is not None:
+                        break
             except (OSError, subprocess.SubprocessError, workers.Stopped):
                 return {}
+            assert proc is not None  # the last attempt is a fresh worker's
             try:
                 ended = _wait(proc, request.timeout_s)
             finally:

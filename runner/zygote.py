@@ -148,8 +148,7 @@ class Server:
         if op == "spawn" and entry in FORK_ENTRIES and len(fds) == FORK_ENTRIES[entry]:
             self.spawn(message, entry, fds)
             return True
-        for fd in fds:
-            os.close(fd)
+        _close(fds)
         if op == "spawn":
             wanted = (
                 f"{FORK_ENTRIES[entry]} descriptors" if entry in FORK_ENTRIES else f"an entry of {sorted(FORK_ENTRIES)}"

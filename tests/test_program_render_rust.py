@@ -11,6 +11,7 @@ interpreter (`_probe.run_program`) returns for the same IR."""
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import os
 import re
@@ -1579,6 +1580,8 @@ def built() -> dict[str, Any]:
         "runs": runs,
         "sources": {key: f"src/{name}.rs" for key, name in zip(programs, names)},
         "exe": exe,
+        "folder": folder,
+        "env": env,
         "build": out.stderr,
         "seconds": seconds,
     }
@@ -1597,12 +1600,33 @@ def test_the_reproducers_build_without_warnings(built):
 
 @pytest.mark.slow
 @pytest.mark.cargo
-def test_the_bundle_compiles_only_its_own_code(built):
+def test_the_bundle_compiles_only_its_own_code_at_its_level(built):
     """burn and the rest come from the shared target directory as the probe's build left them:
     the bundle's profile override touches its own package only (were it to reach a dependency,
-    cargo would compile burn again here, minutes on a cold machine)."""
+    cargo would compile burn again here, minutes on a cold machine). The fixture's build compiled
+    nothing but the bundle (nothing at all when it was built before); cargo's account of every
+    unit, asked again (nothing to build now), has the bundle at its level and burn's crates at
+    the release profile's 3."""
     compiled = [line.split()[1] for line in built["build"].splitlines() if line.strip().startswith("Compiling ")]
     assert set(compiled) <= {BUNDLE}, compiled
+    out = subprocess.run(
+        ["cargo", "build", "--release", "--message-format", "json"],
+        cwd=built["folder"],
+        env=built["env"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    artifacts = [json.loads(line) for line in out.stdout.splitlines() if '"compiler-artifact"' in line]
+    assert all(a["fresh"] for a in artifacts), [a["target"]["name"] for a in artifacts if not a["fresh"]]
+    bundle = [a["profile"]["opt_level"] for a in artifacts if a["target"]["name"] == BUNDLE]
+    assert bundle == [str(BUNDLE_OPT_LEVEL)], bundle
+    libraries = {a["target"]["name"]: a["profile"]["opt_level"] for a in artifacts if a["target"]["kind"] == ["lib"]}
+    # (burn_derive, a procedural macro, and the build scripts run on the host: build-override's level)
+    burn = {name: level for name, level in libraries.items() if name == "burn" or name.startswith("burn_")}
+    assert {"burn", "burn_core", "burn_flex", "burn_autodiff"} <= set(burn), sorted(burn)
+    assert set(burn.values()) == {"3"}, burn
 
 
 @pytest.mark.slow

@@ -35,15 +35,20 @@ STDERR_TAIL = 2000
 
 
 class _Worker:
-    def __init__(self, framework: str, command: list[str] | None, env: dict[str, str], memory_mib: int | None) -> None:
+    """One worker process and its pipes. `environment`: the worker environment (`workers.environment`)."""
+
+    def __init__(
+        self, framework: str, command: list[str] | None, environment: dict[str, str], memory_mib: int | None
+    ) -> None:
         self.framework = framework
         self.stderr = tempfile.TemporaryFile()
-        environment = workers.environment(Controls(), env)
         # Forked or started, capped and tied to the runner's life as check's workers are (`runner.workers`).
         forked = self._fork(environment, memory_mib) if command is None and framework == FORKED_FRAMEWORK else None
+        self.proc: subprocess.Popen[str] | workers.Forked
+        self.stdin: IO[str]
+        self.stdout: IO[str]
         if forked is not None:
-            self.proc: subprocess.Popen[str] | workers.Forked = forked[0]
-            self._stdin, self._stdout = forked[1], forked[2]
+            self.proc, self.stdin, self.stdout = forked
         else:
             proc = workers.start(
                 command or [sys.executable, "-m", "runner.pool_worker", framework],
@@ -55,7 +60,7 @@ class _Worker:
                 text=True,
             )
             assert proc.stdin is not None and proc.stdout is not None
-            self.proc, self._stdin, self._stdout = proc, proc.stdin, proc.stdout
+            self.proc, self.stdin, self.stdout = proc, proc.stdin, proc.stdout
         self.next_id = 0
         # A reader thread turns the worker's answers into a queue: select() on a buffered
         # text stream misses lines already read ahead into its buffer.
@@ -92,14 +97,6 @@ class _Worker:
             pass
         self.answers.put(None)  # end of stream: the worker died
 
-    @property
-    def stdin(self) -> IO[str]:
-        return self._stdin
-
-    @property
-    def stdout(self) -> IO[str]:
-        return self._stdout
-
     def send(self, program: dict[str, Any], dtype: str) -> int:
         self.next_id += 1
         self.stdin.write(json.dumps({"id": self.next_id, "program": program, "dtype": dtype}) + "\n")
@@ -133,19 +130,18 @@ class _Worker:
     def kill(self) -> None:
         self.proc.poll()
         workers.stop(self.proc)
-        if isinstance(self.proc, workers.Forked):  # a fresh worker's pipes are its Popen's
-            for stream in (self._stdin, self._stdout):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+        for stream in (self.stdin, self.stdout):  # the worker is gone: its reader sees the end
+            try:
+                stream.close()
+            except OSError:
+                pass
         self.stderr.close()
 
 
-def _forked_last(frameworks: tuple[str, ...]) -> list[str]:
-    """The frameworks in the order their workers are asked: a forked one last, so that the
+def _forked_last(framework: str) -> bool:
+    """The order in which workers are asked (a sort key): a forked framework's last, so that the
     others have their programs while its zygote may still be importing torch."""
-    return sorted(frameworks, key=lambda fw: fw == FORKED_FRAMEWORK)
+    return framework == FORKED_FRAMEWORK
 
 
 def _failure(outcome: str, message: str) -> Result:
@@ -174,13 +170,13 @@ class WorkerPool:
     ) -> None:
         self.timeout_s = timeout_s
         self.commands = commands or {}
-        self.env = env or {}
+        self.environment = workers.environment(Controls(), env)  # every worker's
         self.memory_mib = memory_mib
         self.workers: dict[str, _Worker] = {}
         self.crashes = 0
         self.timeouts = 0
         if FORKED_FRAMEWORK not in self.commands:  # its real worker: the zygote imports torch meanwhile
-            workers.prestart(workers.environment(Controls(), self.env))
+            workers.prestart(self.environment)
 
     def _worker(self, framework: str) -> _Worker:
         """The worker for `framework`, or for a second lane of it (`torch:float64`: the reference
@@ -188,7 +184,7 @@ class WorkerPool:
         worker = self.workers.get(framework)
         if worker is None or worker.proc.poll() is not None:
             fw = framework.split(":", 1)[0]
-            worker = self.workers[framework] = _Worker(fw, self.commands.get(fw), self.env, self.memory_mib)
+            worker = self.workers[framework] = _Worker(fw, self.commands.get(fw), self.environment, self.memory_mib)
         return worker
 
     def _drop(self, framework: str, worker: _Worker | None = None) -> None:
@@ -220,7 +216,7 @@ class WorkerPool:
     ) -> dict[str, Result]:
         """One program under each framework at once."""
         sent: dict[str, tuple[_Worker, int]] = {}
-        for fw in _forked_last(frameworks):
+        for fw in sorted(frameworks, key=_forked_last):
             worker = self._worker(fw)
             try:
                 sent[fw] = (worker, worker.send(program, dtype))
@@ -297,7 +293,7 @@ class WorkerPool:
         for fw, dtype in runs:
             lanes[fw] = lanes.get(fw, 0) + 1
             named.append((fw, dtype, fw if lanes[fw] == 1 else f"{fw}:{dtype}"))
-        for fw, dtype, lane in sorted(named, key=lambda run: run[0] == FORKED_FRAMEWORK):
+        for fw, dtype, lane in sorted(named, key=lambda run: _forked_last(run[0])):
             worker = self._worker(lane)
             try:
                 sent.append(((fw, dtype), worker, worker.send_many(encoded, dtype)))
